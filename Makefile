@@ -1,0 +1,43 @@
+# nsstuck: `make run` installs and runs the main job, `make test` installs and runs every check.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CONSTRAINTS := requirements/constraints.txt
+# the config file: yours if present, else the commented example
+NSSTUCK_CONFIG ?= $(if $(wildcard config/nsstuck.yaml),config/nsstuck.yaml,config/nsstuck.example.yaml)
+export NSSTUCK_CONFIG
+
+.PHONY: install run test lint pytest lock clean
+
+$(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/pip install --quiet --disable-pip-version-check -c $(CONSTRAINTS) -e '.[test]'
+	touch $@
+
+install: $(BIN)/.installed
+
+## the main job: migrate the database and check the configuration
+run: install
+	$(BIN)/nsstuck db upgrade
+	$(BIN)/nsstuck config check
+
+## every quality gate and the whole test suite, on SQLite and PostgreSQL
+test: install
+	bash scripts/check
+
+lint: install
+	bash scripts/check --lint-only
+
+## the tests only (PostgreSQL tests are skipped without a server): make pytest ARGS="-k config"
+pytest: install
+	$(BIN)/pytest $(ARGS)
+
+## re-pin every dependency to what is installed now
+lock: install
+	(echo "# Pinned versions for reproducible installs: pip install -c $(CONSTRAINTS) -e '.[test]'"; \
+	 echo "# Regenerate with: make lock"; \
+	 $(BIN)/pip freeze --exclude-editable | grep -v '^-e' | sort -f) > $(CONSTRAINTS)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info

@@ -1,0 +1,291 @@
+"""The `nsstuck` console script: parses arguments, calls the use cases, prints, sets the exit code.
+
+Exit codes (contract §1): 0 success, 1 failure or verification failed, 2 usage or configuration
+error, 3 cluster unreachable or unauthorized. A user mistake gets one short line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from bot import __version__
+from bot.errors import ConfigError, NsstuckError, UserError
+from bot.settings import AppConfig, Settings, load_config, load_settings
+
+log = logging.getLogger("nsstuck")
+
+Handler = Callable[[argparse.Namespace, "Context"], int]
+
+
+class NotBuiltYetError(NsstuckError):
+    """A command of the contract whose implementation has not landed yet."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(f"'{command}' is part of the interface but not implemented in this version yet")
+
+
+class Context:
+    """What a command needs, loaded lazily so that `--help` and `db` work without a config file."""
+
+    def __init__(self, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+        self.args = args
+        self.out = out
+        self.err = err
+        self._settings: Settings | None = None
+        self._config: AppConfig | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def config_path(self) -> Path:
+        explicit: Path | None = getattr(self.args, "config", None)
+        return explicit if explicit is not None else self.settings.config_path
+
+    @property
+    def config(self) -> AppConfig:
+        if self._config is None:
+            explicit = getattr(self.args, "config", None) is not None
+            # the default path may be absent (ad-hoc use with --kubeconfig); a named file may not
+            required = explicit or not self.settings.config_path_is_default
+            self._config = load_config(self.config_path, required=required)
+        return self._config
+
+    def print(self, text: str = "") -> None:
+        print(text, file=self.out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+
+def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
+    settings = ctx.settings
+    config = ctx.config
+    from bot.store.database import redact_url  # the store is only needed by this branch
+
+    ctx.print(f"config: {ctx.config_path} is valid")
+    ctx.print(f"database: {redact_url(settings.database_url)}")
+    ctx.print(f"clusters: {', '.join(config.cluster_names) if config.clusters else 'none'}")
+    for digest in config.digests:
+        scope = ", ".join(digest.clusters) if digest.clusters else "all clusters"
+        ctx.print(f"digest: {digest.channel} at '{digest.schedule}' {digest.timezone} ({scope})")
+    mode = "socket mode" if settings.slack_app_token else "HTTP mode"
+    ready = settings.slack_bot_token is not None and (
+        settings.slack_app_token is not None or settings.slack_signing_secret is not None
+    )
+    ctx.print(f"slack: {mode}, {'credentials set' if ready else 'credentials missing'}")
+    return 0
+
+
+def cmd_db_upgrade(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.store import migrating
+    from bot.store.database import redact_url
+
+    url = ctx.settings.database_url
+    migrating.upgrade(url, args.revision)
+    ctx.print(f"database {redact_url(url)} is at revision {migrating.current_revision(url)}")
+    return 0
+
+
+def cmd_db_downgrade(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.store import migrating
+    from bot.store.database import redact_url
+
+    url = ctx.settings.database_url
+    migrating.downgrade(url, args.revision)
+    ctx.print(f"database {redact_url(url)} is at revision {migrating.current_revision(url) or 'base'}")
+    return 0
+
+
+def cmd_db_current(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.store import migrating
+
+    current = migrating.current_revision(ctx.settings.database_url)
+    head = migrating.head_revision()
+    ctx.print(f"current: {current or 'none (empty database)'}")
+    ctx.print(f"head: {head}")
+    return 0 if current == head else 1
+
+
+def _select_cluster(args: argparse.Namespace, ctx: Context) -> None:
+    """Check the cluster selection options (contract §1) before anything talks to a cluster."""
+    if args.cluster and args.kubeconfig:
+        raise UserError("use either --cluster NAME or --kubeconfig PATH, not both")
+    if args.context and not args.kubeconfig:
+        raise UserError("--context goes with --kubeconfig")
+    if args.cluster:
+        ctx.config.require_cluster(args.cluster)
+    elif args.kubeconfig and not Path(args.kubeconfig).is_file():
+        raise UserError(f"kubeconfig {args.kubeconfig!r} does not exist or is not a file")
+
+
+def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
+    _select_cluster(args, ctx)
+    raise NotBuiltYetError("diagnose")
+
+
+def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
+    _ = ctx.config
+    raise NotBuiltYetError("clusters check")
+
+
+def _not_built(name: str) -> Handler:
+    def handler(args: argparse.Namespace, ctx: Context) -> int:
+        raise NotBuiltYetError(name)
+
+    return handler
+
+
+# ---------------------------------------------------------------------------------------------
+# The parser
+
+
+def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cluster selection")
+    group.add_argument("--cluster", metavar="NAME", help="a cluster registered in the config file")
+    group.add_argument("--kubeconfig", metavar="PATH", help="an ad-hoc cluster from this kubeconfig")
+    group.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: current)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nsstuck",
+        description="Find out why a Kubernetes namespace is stuck in Terminating, and fix it safely.",
+        epilog="Settings come from the environment (NSSTUCK_*, SLACK_*); see the README.",
+    )
+    parser.add_argument("--version", action="version", version=f"nsstuck {__version__}")
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the Slack bot, the scheduler and the health endpoints",
+        description="Run the Slack bot (Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on "
+        "NSSTUCK_HTTP_PORT), the scheduler, and /healthz, /readyz, /metrics.",
+    )
+    serve.set_defaults(handler=_not_built("serve"))
+
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="diagnose one namespace and print the report",
+        description="Diagnose one namespace: root cause, evidence, blocking objects, ranked remedies. "
+        "Exit 0 when a report is produced (whatever it says), 2 on usage or config errors, "
+        "3 when the cluster is unreachable or refuses the credentials.",
+    )
+    diagnose.add_argument("namespace", metavar="NAMESPACE")
+    _add_cluster_options(diagnose)
+    diagnose.add_argument(
+        "--json", action="store_true", help="print the JSON report (schema nsstuck.diagnosis/v1)"
+    )
+    diagnose.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="overall deadline")
+    diagnose.set_defaults(handler=cmd_diagnose)
+
+    db = commands.add_parser(
+        "db", help="database schema migrations", description="Database schema migrations."
+    )
+    db_commands = db.add_subparsers(dest="db_command", metavar="ACTION")
+    db_commands.required = True
+    upgrade = db_commands.add_parser(
+        "upgrade", help="apply migrations to NSSTUCK_DATABASE_URL", description="Apply Alembic migrations."
+    )
+    upgrade.add_argument("--revision", default="head", help="target revision (default: head)")
+    upgrade.set_defaults(handler=cmd_db_upgrade)
+    downgrade = db_commands.add_parser(
+        "downgrade", help="revert migrations", description="Revert Alembic migrations down to REVISION."
+    )
+    downgrade.add_argument(
+        "revision", metavar="REVISION", help="target revision, or 'base' for an empty schema"
+    )
+    downgrade.set_defaults(handler=cmd_db_downgrade)
+    current = db_commands.add_parser(
+        "current", help="show the schema revision", description="Show the revision; exit 1 if not at head."
+    )
+    current.set_defaults(handler=cmd_db_current)
+
+    history = commands.add_parser("history", help="list incidents", description="List incidents, open first.")
+    history.add_argument("--cluster", metavar="NAME")
+    history.add_argument("--namespace", metavar="NAME")
+    history.add_argument("--open", action="store_true", help="only open incidents")
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(handler=_not_built("history"))
+
+    digest = commands.add_parser("digest", help="scheduled digests", description="Scheduled digests.")
+    digest_commands = digest.add_subparsers(dest="digest_command", metavar="ACTION")
+    digest_commands.required = True
+    digest_run = digest_commands.add_parser(
+        "run", help="build and post a digest now", description="Build and post the digest now."
+    )
+    digest_run.add_argument("--channel", metavar="ID", help="the digest's channel (default: every digest)")
+    digest_run.add_argument("--dry-run", action="store_true", help="print the digest instead of posting it")
+    digest_run.set_defaults(handler=_not_built("digest run"))
+
+    audit = commands.add_parser("audit", help="the remediation audit trail", description="The audit trail.")
+    audit_commands = audit.add_subparsers(dest="audit_command", metavar="ACTION")
+    audit_commands.required = True
+    export = audit_commands.add_parser("export", help="export the audit trail", description="Export it.")
+    fmt = export.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="JSON lines (default)")
+    fmt.add_argument("--csv", action="store_true", help="CSV")
+    export.set_defaults(handler=_not_built("audit export"))
+    verify = audit_commands.add_parser(
+        "verify",
+        help="verify the hash chain",
+        description="Verify the audit trail; exit 0 intact, 1 tampered.",
+    )
+    verify.set_defaults(handler=_not_built("audit verify"))
+
+    clusters = commands.add_parser("clusters", help="registered clusters", description="Registered clusters.")
+    clusters_commands = clusters.add_subparsers(dest="clusters_command", metavar="ACTION")
+    clusters_commands.required = True
+    check = clusters_commands.add_parser(
+        "check",
+        help="check connectivity and permissions of every cluster",
+        description="Check every registered cluster; exit 0 when all are good, 1 when some failed.",
+    )
+    check.set_defaults(handler=cmd_clusters_check)
+
+    config = commands.add_parser("config", help="the config file", description="The config file.")
+    config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
+    config_commands.required = True
+    config_check = config_commands.add_parser(
+        "check",
+        help="validate the environment and the config file",
+        description="Validate the environment and the config file; exit 0 valid, 2 invalid.",
+    )
+    config_check.add_argument(
+        "--config", type=Path, metavar="PATH", help="the file (default: $NSSTUCK_CONFIG)"
+    )
+    config_check.set_defaults(handler=cmd_config_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler: Handler = args.handler
+    try:
+        return handler(args, Context(args, out, err))
+    except ConfigError as e:
+        print(f"nsstuck: config error: {e}", file=err)
+        return e.exit_code
+    except NsstuckError as e:
+        print(f"nsstuck: {e}", file=err)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("nsstuck: interrupted", file=err)
+        return 130

@@ -1,0 +1,398 @@
+"""Typed settings: the environment (contract §3) and the YAML config file (contract §4).
+
+Both are validated on load and passed in to whoever needs them; nothing reads them at import time.
+Every problem becomes a `ConfigError` that names the file or variable, the key, and what is wrong,
+so that the CLI can print one short line and exit 2.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, NewType
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.errors import ConfigError, UnknownClusterError
+
+ClusterName = NewType("ClusterName", str)
+ChannelId = NewType("ChannelId", str)
+
+DEFAULT_CONFIG_PATH = Path("config/nsstuck.yaml")
+
+_CLUSTER_NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
+_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+_APPROVER_ID = re.compile(r"^[UWS][A-Z0-9]{2,}$")
+_DURATION_PART = re.compile(r"(\d+)([smhdw])")
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+# ---------------------------------------------------------------------------------------------
+# Small value parsers, usable on their own (the Slack door parses durations too).
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse `90s`, `30m`, `1h30m`, `2d`; a bare number is seconds. Raises ValueError."""
+    value = text.strip().lower()
+    if value.isdigit():
+        return timedelta(seconds=int(value))
+    pos = 0
+    seconds = 0
+    for match in _DURATION_PART.finditer(value):
+        if match.start() != pos:
+            break
+        seconds += int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(value) or not value:
+        raise ValueError(f"{text!r} is not a duration (examples: 45s, 30m, 1h30m, 2d)")
+    return timedelta(seconds=seconds)
+
+
+def validate_cron(expression: str, timezone: str = "UTC") -> str:
+    """Check a five-field crontab expression; returns it unchanged or raises ValueError."""
+    from apscheduler.triggers.cron import CronTrigger  # heavy import, only when a digest exists
+
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError(
+            f"{expression!r} is not a cron expression: expected 5 fields "
+            f"(minute hour day-of-month month day-of-week), got {len(fields)}"
+        )
+    try:
+        CronTrigger.from_crontab(expression, timezone=ZoneInfo(timezone))
+    except (ValueError, KeyError) as e:
+        raise ValueError(f"{expression!r} is not a valid cron expression: {e}") from e
+    return expression
+
+
+def _check_timezone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise ValueError(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)") from e
+    return name
+
+
+def _to_duration(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    return value
+
+
+def _check_cluster_name(value: str) -> str:
+    if not _CLUSTER_NAME.match(value):
+        raise ValueError(
+            f"{value!r} is not a valid cluster name (lower-case letters, digits, '-', '_', '.'; "
+            "at most 63 characters)"
+        )
+    return value
+
+
+def _check_channel(value: str) -> str:
+    if not _CHANNEL_ID.match(value):
+        raise ValueError(f"{value!r} is not a Slack channel ID (like C0123ABCD)")
+    return value
+
+
+def _check_approver(value: str) -> str:
+    if not _APPROVER_ID.match(value):
+        raise ValueError(f"{value!r} is not a Slack user ID (U…/W…) or user group ID (S…)")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The config file (contract §4).
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class ClusterConfig(_Strict):
+    """A cluster that `/nsstuck <cluster> <namespace>` may name."""
+
+    name: Annotated[str, AfterValidator(_check_cluster_name)]
+    kubeconfig: Path | None = None
+    context: str | None = None
+    in_cluster: bool = False
+    channels: tuple[Annotated[str, AfterValidator(_check_channel)], ...] = ()
+    approvers: tuple[Annotated[str, AfterValidator(_check_approver)], ...] = ()
+    required_approvals: int = Field(default=1, ge=1, le=10)
+
+    @property
+    def cluster_name(self) -> ClusterName:
+        return ClusterName(self.name)
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> ClusterConfig:
+        if self.in_cluster and self.kubeconfig is not None:
+            raise ValueError("set either kubeconfig or in_cluster: true, not both")
+        if self.in_cluster and self.context is not None:
+            raise ValueError("context has no meaning with in_cluster: true")
+        return self
+
+
+class DigestConfig(_Strict):
+    """A scheduled digest of stuck namespaces posted to one channel."""
+
+    channel: Annotated[str, AfterValidator(_check_channel)]
+    schedule: str
+    timezone: Annotated[str, AfterValidator(_check_timezone)] = "UTC"
+    clusters: tuple[str, ...] = ()
+    stuck_after: Annotated[timedelta, BeforeValidator(_to_duration)] = timedelta(minutes=30)
+
+    @model_validator(mode="after")
+    def _cron_in_zone(self) -> DigestConfig:
+        validate_cron(self.schedule, self.timezone)
+        return self
+
+
+class AppConfig(_Strict):
+    """The whole config file."""
+
+    clusters: tuple[ClusterConfig, ...] = ()
+    digests: tuple[DigestConfig, ...] = ()
+
+    @field_validator("clusters")
+    @classmethod
+    def _unique_names(cls, clusters: tuple[ClusterConfig, ...]) -> tuple[ClusterConfig, ...]:
+        seen: dict[str, int] = {}
+        for index, cluster in enumerate(clusters):
+            if cluster.name in seen:
+                raise _KeyedError(
+                    ("clusters", index, "name"),
+                    f"duplicate cluster {cluster.name!r} (already defined at clusters[{seen[cluster.name]}])",
+                )
+            seen[cluster.name] = index
+        return clusters
+
+    @model_validator(mode="after")
+    def _digests_name_known_clusters(self) -> AppConfig:
+        known = {c.name for c in self.clusters}
+        for d_index, digest in enumerate(self.digests):
+            for c_index, name in enumerate(digest.clusters):
+                if name not in known:
+                    raise _KeyedError(
+                        ("digests", d_index, "clusters", c_index),
+                        f"unknown cluster {name!r} (not in clusters:)",
+                    )
+        return self
+
+    def cluster(self, name: str) -> ClusterConfig | None:
+        return next((c for c in self.clusters if c.name == name), None)
+
+    def require_cluster(self, name: str) -> ClusterConfig:
+        """The cluster called `name`, or UnknownClusterError suggesting the closest registered name."""
+        cluster = self.cluster(name)
+        if cluster is None:
+            close = difflib.get_close_matches(name, self.cluster_names, n=1, cutoff=0.5)
+            raise UnknownClusterError(name, self.cluster_names, close[0] if close else None)
+        return cluster
+
+    @property
+    def cluster_names(self) -> list[str]:
+        return [c.name for c in self.clusters]
+
+
+class _KeyedError(ValueError):
+    """A validation error that knows its own key path (pydantic would blame the parent)."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading with messages a person can act on.
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    """`("clusters", 1, "name")` -> `clusters[1].name`."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _line_of(root: yaml.Node | None, loc: Sequence[str | int]) -> int | None:
+    """The 1-based line of the key (or item) at `loc` in a composed YAML tree, if it can be found."""
+    node = root
+    line: int | None = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode) and isinstance(part, str):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.value == part:
+                    line = key.start_mark.line + 1
+                    node = value
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _describe(error: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
+    loc: tuple[str | int, ...] = tuple(error["loc"])
+    ctx_error = (error.get("ctx") or {}).get("error")
+    if isinstance(ctx_error, _KeyedError):
+        return ctx_error.loc, str(ctx_error)
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return loc, "unknown key"
+    if kind == "missing":
+        return loc, "required key is missing"
+    message = str(error["msg"])
+    message = message.removeprefix("Value error, ")
+    # pydantic appends the model name for model validators; our messages stand alone
+    return loc, message
+
+
+def load_config(path: Path, *, required: bool = True) -> AppConfig:
+    """Read and validate the config file. A missing file is an empty config unless `required`."""
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(source, None, "file not found") from None
+        return AppConfig()
+    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as e:
+        raise ConfigError(source, None, f"cannot read the file ({e.__class__.__name__})") from None
+    try:
+        tree = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        raise ConfigError(source, where, f"invalid YAML: {e.problem}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(source, None, f"invalid YAML: {e}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(source, None, "the top level must be a mapping with clusters: and digests:")
+    try:
+        config = AppConfig.model_validate(data)
+    except ValidationError as e:
+        errors = e.errors()
+        loc, message = _describe(dict(errors[0]))
+        line = _line_of(tree, loc)
+        key = format_loc(loc) or None
+        if key and line:
+            key = f"{key} (line {line})"
+        more = (
+            f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+            if len(errors) > 1
+            else ""
+        )
+        raise ConfigError(source, key, message + more) from None
+    _check_kubeconfigs(config, source, tree, base=path.parent)
+    return config
+
+
+def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, base: Path) -> None:
+    for index, cluster in enumerate(config.clusters):
+        if cluster.kubeconfig is None:
+            continue
+        kubeconfig = cluster.kubeconfig if cluster.kubeconfig.is_absolute() else base / cluster.kubeconfig
+        problem = None
+        if not kubeconfig.exists():
+            problem = f"kubeconfig {str(cluster.kubeconfig)!r} does not exist"
+        elif not kubeconfig.is_file():
+            problem = f"kubeconfig {str(cluster.kubeconfig)!r} is not a file"
+        elif not os.access(kubeconfig, os.R_OK):
+            problem = f"kubeconfig {str(cluster.kubeconfig)!r} is not readable"
+        if problem:
+            loc = ("clusters", index, "kubeconfig")
+            line = _line_of(tree, loc)
+            key = format_loc(loc) + (f" (line {line})" if line else "")
+            raise ConfigError(source, key, problem)
+
+
+def resolve_kubeconfig(cluster: ClusterConfig, config_path: Path) -> Path | None:
+    """The cluster's kubeconfig as an absolute path (relative paths are relative to the config file)."""
+    if cluster.kubeconfig is None:
+        return None
+    if cluster.kubeconfig.is_absolute():
+        return cluster.kubeconfig
+    return (config_path.parent / cluster.kubeconfig).resolve()
+
+
+# ---------------------------------------------------------------------------------------------
+# The environment (contract §3).
+
+
+class Settings(BaseSettings):
+    """Process settings from the environment. Secrets stay `SecretStr` so they never print."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, case_sensitive=True)
+
+    config_path: Path = Field(default=DEFAULT_CONFIG_PATH, validation_alias="NSSTUCK_CONFIG")
+    database_url: str = Field(default="sqlite:///nsstuck.db", validation_alias="NSSTUCK_DATABASE_URL")
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
+    slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="NSSTUCK_SLACK_API_URL")
+    http_port: int = Field(default=3000, ge=1, le=65535, validation_alias="NSSTUCK_HTTP_PORT")
+
+    @property
+    def config_path_is_default(self) -> bool:
+        return self.config_path == DEFAULT_CONFIG_PATH
+
+    @field_validator("database_url")
+    @classmethod
+    def _url_has_scheme(cls, value: str) -> str:
+        if "://" not in value:
+            raise ValueError(
+                "expected a SQLAlchemy URL such as sqlite:///nsstuck.db or postgresql+psycopg://…"
+            )
+        return value
+
+    @field_validator("slack_api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("expected an http(s) URL such as https://slack.com/api/")
+        return value if value.endswith("/") else value + "/"
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build Settings from `environ` (default: the process environment), or raise ConfigError."""
+    env = dict(os.environ if environ is None else environ)
+    fields = Settings.model_fields
+    known = {f.validation_alias for f in fields.values() if isinstance(f.validation_alias, str)}
+    values = {k: v for k, v in env.items() if k in known and v != ""}
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as e:
+        error = e.errors()[0]
+        variable = str(error["loc"][0]) if error["loc"] else "environment"
+        # never echo the value: it may be a secret
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise ConfigError("environment", variable, message) from None

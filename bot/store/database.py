@@ -1,0 +1,94 @@
+"""Engines, sessions and the unit of work."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.errors import ConfigError
+from bot.store.repositories import DiagnosisRepository, IncidentRepository
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password hidden, for messages and logs."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparsable database URL>"
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine tuned per backend. Raises ConfigError for a URL that cannot work."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", "not a valid SQLAlchemy URL") from None
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ConfigError(
+            "environment",
+            "NSSTUCK_DATABASE_URL",
+            f"unsupported database {parsed.get_backend_name()!r} (use sqlite or postgresql+psycopg)",
+        )
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        # plain postgresql:// would pick psycopg2, which we do not ship
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    options: dict[str, Any] = {"pool_pre_ping": True}
+    if parsed.get_backend_name() == "sqlite":
+        options = {"connect_args": {"check_same_thread": False, "timeout": 30}}
+    options.update(kwargs)
+    try:
+        engine = create_engine(parsed, **options)
+    except (NoSuchModuleError, ModuleNotFoundError) as e:
+        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", f"no driver for this URL ({e})") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+class UnitOfWork:
+    """One transaction and the repositories that work inside it. Repositories never commit."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.incidents = IncidentRepository(session)
+        self.diagnoses = DiagnosisRepository(session)
+
+    def flush(self) -> None:
+        self.session.flush()
+
+
+class Database:
+    """The process's database: an engine and a session factory."""
+
+    def __init__(self, url: str, **engine_options: Any) -> None:
+        self.url = url
+        self.engine = make_engine(url, **engine_options)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[UnitOfWork]:
+        """Commit when the block ends normally, roll back when it raises, close either way."""
+        session = self._sessions()
+        try:
+            yield UnitOfWork(session)
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,250 @@
+"""The config file and the environment: valid input loads, every bad input stops with exit 2 and one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.errors import ConfigError, UnknownClusterError
+from bot.settings import load_config, load_settings, parse_duration
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_nsstuck(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real console entry point in a child process, as a user would."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or REPO,
+        timeout=60,
+        check=False,
+    )
+
+
+def write(tmp_path: Path, text: str, name: str = "nsstuck.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def kubeconfig(tmp_path: Path) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    return path
+
+
+def test_example_config_is_valid() -> None:
+    config = load_config(REPO / "config" / "nsstuck.example.yaml")
+    assert config.cluster_names == ["prod-eu", "staging"]
+    assert config.digests[0].stuck_after == timedelta(minutes=30)
+    assert config.digests[0].timezone == "Europe/Berlin"
+
+
+def test_full_config_loads(tmp_path: Path, kubeconfig: Path) -> None:
+    path = write(
+        tmp_path,
+        f"""
+        clusters:
+          - name: prod-eu
+            kubeconfig: {kubeconfig}
+            context: prod-eu
+            channels: [C0123ABCD]
+            approvers: [U0AAAAAAA, S0BBBBBBB]
+            required_approvals: 2
+          - name: local
+            in_cluster: true
+        digests:
+          - channel: C0123ABCD
+            schedule: "0 9 * * 1-5"
+            timezone: Europe/Berlin
+            clusters: [prod-eu]
+            stuck_after: 1h30m
+        """,
+    )
+    config = load_config(path)
+    prod = config.require_cluster("prod-eu")
+    assert prod.required_approvals == 2
+    assert prod.approvers == ("U0AAAAAAA", "S0BBBBBBB")
+    assert config.require_cluster("local").in_cluster
+    assert config.digests[0].stuck_after == timedelta(hours=1, minutes=30)
+
+
+def test_relative_kubeconfig_is_relative_to_the_config_file(tmp_path: Path, kubeconfig: Path) -> None:
+    path = write(tmp_path, "clusters:\n  - name: a\n    kubeconfig: kubeconfig\n")
+    assert load_config(path).require_cluster("a").kubeconfig == Path("kubeconfig")
+
+
+def test_unknown_cluster_suggests_the_closest_name(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "clusters:\n  - name: prod-eu\n    in_cluster: true\n  - name: staging\n    in_cluster: true\n",
+    )
+    with pytest.raises(UnknownClusterError) as caught:
+        load_config(path).require_cluster("prod-ue")
+    assert caught.value.suggestion == "prod-eu"
+    assert "did you mean 'prod-eu'?" in str(caught.value)
+
+
+BAD_CONFIGS = {
+    "unknown key": (
+        "clusters:\n  - name: prod-eu\n    in_cluster: true\n    kubeconfg: /x\n",
+        "clusters[0].kubeconfg (line 4): unknown key",
+    ),
+    "unknown top-level key": ("clusterz: []\n", "clusterz (line 1): unknown key"),
+    "missing cluster name": (
+        "clusters:\n  - in_cluster: true\n",
+        "clusters[0].name (line 2): required key is missing",
+    ),
+    "duplicate cluster": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n  - name: prod\n    in_cluster: true\n",
+        "clusters[1].name (line 4): duplicate cluster 'prod' (already defined at clusters[0])",
+    ),
+    "malformed cron": (
+        "digests:\n  - channel: C0123ABCD\n    schedule: '0 25 * * *'\n",
+        "digests[0]",
+    ),
+    "cron with six fields": (
+        "digests:\n  - channel: C0123ABCD\n    schedule: '0 0 9 * * 1'\n",
+        "expected 5 fields",
+    ),
+    "unreadable kubeconfig path": (
+        "clusters:\n  - name: prod\n    kubeconfig: /nonexistent/kubeconfig\n",
+        "clusters[0].kubeconfig (line 3): kubeconfig '/nonexistent/kubeconfig' does not exist",
+    ),
+    "kubeconfig is a directory": (
+        "clusters:\n  - name: prod\n    kubeconfig: /tmp\n",
+        "kubeconfig '/tmp' is not a file",
+    ),
+    "unknown time zone": (
+        "digests:\n  - channel: C0123ABCD\n    schedule: '0 9 * * *'\n    timezone: Mars/Olympus\n",
+        "digests[0].timezone (line 4): unknown time zone 'Mars/Olympus'",
+    ),
+    "bad duration": (
+        "digests:\n  - channel: C0123ABCD\n    schedule: '0 9 * * *'\n    stuck_after: soon\n",
+        "'soon' is not a duration",
+    ),
+    "digest names an unknown cluster": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n"
+        "digests:\n  - channel: C0123ABCD\n    schedule: '0 9 * * *'\n    clusters: [prd]\n",
+        "digests[0].clusters[0] (line 7): unknown cluster 'prd'",
+    ),
+    "bad channel id": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    channels: ['#ops']\n",
+        "clusters[0].channels[0] (line 4): '#ops' is not a Slack channel ID",
+    ),
+    "zero approvals": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    required_approvals: 0\n",
+        "clusters[0].required_approvals (line 4)",
+    ),
+    "both kubeconfig and in_cluster": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    kubeconfig: /tmp/k\n",
+        "set either kubeconfig or in_cluster: true, not both",
+    ),
+    "invalid YAML": ("clusters: [\n", "invalid YAML"),
+    "not a mapping": ("- a\n- b\n", "the top level must be a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_raises_config_error_naming_file_and_key(tmp_path: Path, case: str) -> None:
+    text, expected = BAD_CONFIGS[case]
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(str(path)), message
+    assert expected in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unknown key",
+        "missing cluster name",
+        "duplicate cluster",
+        "malformed cron",
+        "unreadable kubeconfig path",
+    ],
+)
+def test_bad_config_stops_the_program_with_exit_2_and_one_line(tmp_path: Path, case: str) -> None:
+    text, expected = BAD_CONFIGS[case]
+    path = write(tmp_path, text)
+    result = run_nsstuck("config", "check", env={"NSSTUCK_CONFIG": str(path)})
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"nsstuck: config error: {path}")
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_config_check_accepts_the_example(tmp_path: Path) -> None:
+    result = run_nsstuck("config", "check", "--config", "config/nsstuck.example.yaml")
+    assert result.returncode == 0, result.stderr
+    assert "clusters: prod-eu, staging" in result.stdout
+
+
+def test_named_config_file_that_does_not_exist(tmp_path: Path) -> None:
+    result = run_nsstuck("config", "check", env={"NSSTUCK_CONFIG": str(tmp_path / "nope.yaml")})
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"nsstuck: config error: {tmp_path / 'nope.yaml'}: file not found"
+
+
+def test_default_config_path_may_be_absent(tmp_path: Path) -> None:
+    result = run_nsstuck("config", "check", cwd=tmp_path, env={"PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    assert "clusters: none" in result.stdout
+
+
+def test_bad_environment_variable_is_named_without_its_value() -> None:
+    result = run_nsstuck("config", "check", env={"NSSTUCK_HTTP_PORT": "port-80-please"})
+    assert result.returncode == 2
+    assert result.stderr.startswith("nsstuck: config error: environment: NSSTUCK_HTTP_PORT:")
+    assert "port-80-please" not in result.stderr
+
+
+def test_secrets_never_show_in_settings_repr() -> None:
+    settings = load_settings({"SLACK_BOT_TOKEN": "xoxb-very-secret", "SLACK_SIGNING_SECRET": "shh-secret"})
+    assert "xoxb-very-secret" not in repr(settings)
+    assert "shh-secret" not in str(settings)
+    assert settings.slack_bot_token is not None
+    assert settings.slack_bot_token.get_secret_value() == "xoxb-very-secret"
+
+
+def test_settings_defaults_follow_the_contract() -> None:
+    settings = load_settings({})
+    assert settings.database_url == "sqlite:///nsstuck.db"
+    assert settings.config_path == Path("config/nsstuck.yaml")
+    assert settings.slack_api_url == "https://slack.com/api/"
+    assert settings.http_port == 3000
+    assert load_settings({"NSSTUCK_SLACK_API_URL": "http://127.0.0.1:9/api"}).slack_api_url.endswith("/api/")
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("45s", 45), ("30m", 1800), ("1h30m", 5400), ("2d", 172800), ("90", 90), ("1w", 604800)],
+)
+def test_parse_duration(text: str, seconds: int) -> None:
+    assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("text", ["", "m", "10x", "1h 30m", "-5m", "30m1"])
+def test_parse_duration_refuses_garbage(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a duration"):
+        parse_duration(text)
