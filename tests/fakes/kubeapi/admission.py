@@ -1,0 +1,190 @@
+"""Admission: the NamespaceLifecycle plugin and (simulated) admission webhooks.
+
+Webhook backends are not real HTTP servers: a webhook is reachable when its Service exists, has a
+ready endpoint (EndpointSlice or Endpoints) and is not listed in ``knobs.unreachable_services``; its
+answer is ``knobs.webhook_verdict[name]`` ("allow" by default, or "deny:<message>"). The errors are
+worded as ``k8s.io/apiserver/pkg/admission/plugin/webhook`` words them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import ApiError, bad_request, forbidden, internal, not_found_resource
+from .registry import ResourceType
+from .selectors import labels_match, selector_from_label_selector
+
+if TYPE_CHECKING:
+    from .apiserver import Cluster
+
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+WEBHOOK_CONFIG_KINDS = frozenset({"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"})
+ENDPOINTSLICES = ("discovery.k8s.io", "endpointslices")
+ENDPOINTS = ("", "endpoints")
+SERVICES = ("", "services")
+NAMESPACES = ("", "namespaces")
+
+
+def namespace_lifecycle_create(cluster: Cluster, rt: ResourceType, namespace: str, name: str) -> None:
+    """Creating namespaced content: 404 when the namespace is missing, 403 when it is terminating."""
+    if not rt.namespaced:
+        return
+    entry = cluster.store.get(NAMESPACES, "", namespace)
+    if entry is None:
+        raise not_found_resource("namespaces", "", namespace)
+    ns = entry.obj
+    if (ns.get("status") or {}).get("phase") == "Terminating" or ns["metadata"].get("deletionTimestamp"):
+        raise forbidden(
+            rt.plural,
+            rt.group,
+            name,
+            f"unable to create new content in namespace {namespace} because it is being terminated",
+            causes=[
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ],
+        )
+
+
+def namespace_lifecycle_delete(rt: ResourceType, name: str) -> None:
+    if rt.group == "" and rt.plural == "namespaces" and name in IMMORTAL_NAMESPACES:
+        raise forbidden("namespaces", "", name, "this namespace may not be deleted")
+
+
+def _rule_matches(rule: dict[str, Any], op: str, rt: ResourceType, sub: str | None) -> bool:
+    ops = rule.get("operations") or []
+    if "*" not in ops and op not in ops:
+        return False
+    groups = rule.get("apiGroups") or []
+    if "*" not in groups and rt.group not in groups:
+        return False
+    versions = rule.get("apiVersions") or []
+    if "*" not in versions and rt.version not in versions:
+        return False
+    scope = rule.get("scope") or "*"
+    if scope == "Namespaced" and not rt.namespaced:
+        return False
+    if scope == "Cluster" and rt.namespaced:
+        return False
+    wanted = f"{rt.plural}/{sub}" if sub else rt.plural
+    for res in rule.get("resources") or []:
+        if res in ("*/*", wanted):
+            return True
+        if res == "*" and not sub:
+            return True
+        if sub and res == f"*/{sub}":
+            return True
+        if sub and res == f"{rt.plural}/*":
+            return True
+    return False
+
+
+def _service_problem(cluster: Cluster, namespace: str, name: str) -> str | None:
+    """Why the API server cannot reach ``namespace/name`` (None when it can)."""
+    svc = cluster.store.get(SERVICES, namespace, name)
+    if svc is None:
+        return f'service "{name}" not found'
+    if f"{namespace}/{name}" in cluster.knobs.unreachable_services:
+        ip = ((svc.obj.get("spec") or {}).get("clusterIP")) or "10.96.0.1"
+        return f"dial tcp {ip}:443: connect: connection refused"
+    if not _has_ready_endpoints(cluster, namespace, name):
+        return f'no endpoints available for service "{name}"'
+    return None
+
+
+def _has_ready_endpoints(cluster: Cluster, namespace: str, name: str) -> bool:
+    for entry in cluster.store.items(ENDPOINTSLICES, namespace):
+        if ((entry.obj.get("metadata") or {}).get("labels") or {}).get("kubernetes.io/service-name") != name:
+            continue
+        for ep in entry.obj.get("endpoints") or []:
+            if (ep.get("conditions") or {}).get("ready") is not False and ep.get("addresses"):
+                return True
+    ep = cluster.store.get(ENDPOINTS, namespace, name)
+    if ep is not None:
+        for subset in ep.obj.get("subsets") or []:
+            if subset.get("addresses"):
+                return True
+    return False
+
+
+def webhook_url(hook: dict[str, Any]) -> str:
+    cfg = hook.get("clientConfig") or {}
+    if cfg.get("url"):
+        return str(cfg["url"])
+    svc = cfg.get("service") or {}
+    path = svc.get("path") or ""
+    port = svc.get("port") or 443
+    return f"https://{svc.get('name', '')}.{svc.get('namespace', '')}.svc:{port}{path}"
+
+
+def run_webhooks(
+    cluster: Cluster,
+    phase: str,
+    op: str,
+    rt: ResourceType,
+    *,
+    sub: str | None,
+    namespace: str,
+    obj: dict[str, Any] | None,
+    dry_run: bool,
+) -> None:
+    """Call the matching webhooks of ``phase`` ("mutating" | "validating") for one request."""
+    if rt.kind in WEBHOOK_CONFIG_KINDS and rt.group == "admissionregistration.k8s.io":
+        return
+    config_plural = "mutatingwebhookconfigurations" if phase == "mutating" else "validatingwebhookconfigurations"
+    configs = cluster.store.items(("admissionregistration.k8s.io", config_plural))
+    if not configs:
+        return
+    obj_labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    if rt.namespaced:
+        ns_entry = cluster.store.get(NAMESPACES, "", namespace)
+        ns_labels = ((ns_entry.obj.get("metadata") or {}).get("labels") or {}) if ns_entry else {}
+    elif rt.group == "" and rt.plural == "namespaces":
+        ns_labels = obj_labels
+    else:
+        ns_labels = {}
+    for cfg in configs:
+        for hook in cfg.obj.get("webhooks") or []:
+            if not any(_rule_matches(r, op, rt, sub) for r in hook.get("rules") or []):
+                continue
+            ns_sel = hook.get("namespaceSelector")
+            if (
+                ns_sel
+                and (rt.namespaced or rt.plural == "namespaces")
+                and not labels_match(selector_from_label_selector(ns_sel), ns_labels)
+            ):
+                continue
+            obj_sel = hook.get("objectSelector")
+            if obj_sel and not labels_match(selector_from_label_selector(obj_sel), obj_labels):
+                continue
+            _call(cluster, hook, dry_run=dry_run)
+
+
+def _call(cluster: Cluster, hook: dict[str, Any], *, dry_run: bool) -> None:
+    name = hook.get("name", "")
+    if dry_run and hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
+        raise bad_request(f'admission webhook "{name}" does not support dry run')
+    cfg = hook.get("clientConfig") or {}
+    svc = cfg.get("service")
+    problem: str | None = None
+    if svc:
+        problem = _service_problem(cluster, svc.get("namespace", ""), svc.get("name", ""))
+    elif cfg.get("url") and str(cfg["url"]) in cluster.knobs.unreachable_services:
+        problem = "context deadline exceeded"
+    if problem is not None:
+        if (hook.get("failurePolicy") or "Fail") == "Ignore":
+            return
+        timeout = hook.get("timeoutSeconds") or 10
+        url = webhook_url(hook)
+        raise internal(
+            f'failed calling webhook "{name}": failed to call webhook: Post "{url}?timeout={timeout}s": {problem}'
+        )
+    verdict = cluster.knobs.webhook_verdict.get(name, "allow")
+    if verdict.startswith("deny"):
+        message = verdict.partition(":")[2]
+        text = f'admission webhook "{name}" denied the request'
+        text = f"{text}: {message}" if message else f"{text} without explanation"
+        raise ApiError(400, "", text)

@@ -1,0 +1,126 @@
+"""Plain mutable state that tests turn to make the emulated cluster misbehave."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class LatencyRule:
+    ms: float
+    match: re.Pattern[str] | None
+
+
+@dataclass
+class ForbidRule:
+    resource: str
+    group: str
+    verbs: tuple[str, ...]
+    namespace: str | None
+
+
+@dataclass
+class FaultRule:
+    match: re.Pattern[str]
+    status: int
+    body: bytes | dict[str, Any] | str | None
+    headers: dict[str, str]
+    times: int | None
+    reset_connection: bool
+    hits: int = 0
+
+
+@dataclass
+class Knobs:
+    """Read by the API server for every request from a non-admin identity (and by the controllers)."""
+
+    latency_rules: list[LatencyRule] = field(default_factory=list)
+    forbid_rules: list[ForbidRule] = field(default_factory=list)
+    fault_rules: list[FaultRule] = field(default_factory=list)
+    unreachable_services: set[str] = field(default_factory=set)
+    webhook_verdict: dict[str, str] = field(default_factory=dict)
+    expired_tokens: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def latency(self, ms: float, match: str | None = None) -> LatencyRule:
+        """Delay every matching request ("METHOD /path", regex search) of non-admin identities by ``ms``."""
+        rule = LatencyRule(ms, re.compile(match) if match else None)
+        with self._lock:
+            if match is None:
+                self.latency_rules = [r for r in self.latency_rules if r.match is not None]
+            self.latency_rules.append(rule)
+        return rule
+
+    def forbid(
+        self,
+        resource: str,
+        group: str = "",
+        verbs: tuple[str, ...] | list[str] = ("list",),
+        namespace: str | None = None,
+    ) -> ForbidRule:
+        """Answer 403 (RBAC wording) to non-admin identities for ``verbs`` on ``resource`` (optionally in one
+        namespace)."""
+        rule = ForbidRule(resource, group, tuple(verbs), namespace)
+        with self._lock:
+            self.forbid_rules.append(rule)
+        return rule
+
+    def inject_fault(  # noqa: PLR0917 - the contract's signature
+        self,
+        match: str,
+        status: int,
+        body: bytes | dict[str, Any] | str | None = None,
+        headers: dict[str, str] | None = None,
+        times: int | None = None,
+        reset_connection: bool = False,
+    ) -> FaultRule:
+        """Answer matching requests ("METHOD /path" regex search) with ``status`` (``times`` times, or forever)."""
+        rule = FaultRule(re.compile(match), status, body, dict(headers or {}), times, reset_connection)
+        with self._lock:
+            self.fault_rules.append(rule)
+        return rule
+
+    def clear(self) -> None:
+        with self._lock:
+            self.latency_rules.clear()
+            self.forbid_rules.clear()
+            self.fault_rules.clear()
+        self.unreachable_services.clear()
+        self.webhook_verdict.clear()
+        self.expired_tokens.clear()
+
+    # -- lookups used by the server --------------------------------------------------------------
+    def delay_for(self, line: str) -> float:
+        total = 0.0
+        with self._lock:
+            rules = list(self.latency_rules)
+        for rule in rules:
+            if rule.match is None or rule.match.search(line):
+                total = max(total, rule.ms)
+        return total / 1000.0
+
+    def fault_for(self, line: str) -> FaultRule | None:
+        with self._lock:
+            for rule in self.fault_rules:
+                if rule.times is not None and rule.hits >= rule.times:
+                    continue
+                if rule.match.search(line):
+                    rule.hits += 1
+                    return rule
+        return None
+
+    def is_forbidden(self, resource: str, group: str, verb: str, namespace: str | None) -> bool:
+        with self._lock:
+            rules = list(self.forbid_rules)
+        for rule in rules:
+            if rule.resource not in (resource, "*") or rule.group not in (group, "*"):
+                continue
+            if verb not in rule.verbs and "*" not in rule.verbs:
+                continue
+            if rule.namespace is not None and rule.namespace != namespace:
+                continue
+            return True
+        return False

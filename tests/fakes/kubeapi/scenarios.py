@@ -1,0 +1,1539 @@
+"""The scenario library: stuck (and not stuck) namespaces, built the way they happen.
+
+Every scenario is built by real API calls against a started Emulator: create the objects, let the
+controllers run (``emu.settle()``), advance the FakeClock where grace periods or back-offs matter,
+then delete the namespace and let the controllers produce the stuck state. Nothing writes a final
+state by hand; status that a component outside the emulator would write (a kubelet that stops
+posting node status, the PV binder) is written through the same ``/status`` endpoints that
+component uses.
+
+Each scenario also records, as data, what a correct diagnosis says (``Scenario.expected``): the
+namespace, the causes (the fixed vocabulary of docs/contract.md §2, most blocking first), the
+objects that hold the namespace, the first remedy action, whether the evidence is complete, and the
+exact namespace conditions the namespace controller writes.
+
+    SCENARIOS: dict[str, Scenario]
+    apply_scenario(emu, name) -> Scenario
+
+With a FakeClock the build advances time itself; with a RealClock it cannot, so it only settles
+once and the state converges as real time passes (with the background controller loop running).
+Scenarios that need an emulator option (``discovery_error_style``, ``ordered_namespace_deletion``,
+``pod_gc_orphans``, ``endpoint_style``) list it in ``Scenario.options``; ``apply_scenario`` sets it
+on the emulator's options and on the installed controllers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from .controllers import controllers_of
+from .controllers._http import JSON, ApiError, KubeHTTP
+from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTATION
+
+Cause = Literal[
+    "apiservice_unavailable",
+    "orphaned_finalizer",
+    "namespace_finalizer",
+    "webhook_blocks_delete",
+    "pod_on_lost_node",
+    "pvc_in_use",
+    "discovery_failure",
+    "deletion_error",
+    "content_deleting",
+    "unknown",
+]
+RemedyAction = Literal[
+    "restore_backend",
+    "fix_controller",
+    "delete_apiservice",
+    "remove_finalizer",
+    "force_delete_pod",
+    "delete_webhook_configuration",
+    "force_finalize_namespace",
+    "wait",
+    "none",
+]
+
+DISCOVERY = "NamespaceDeletionDiscoveryFailure"
+PARSING = "NamespaceDeletionGroupVersionParsingFailure"
+CONTENT_FAILURE = "NamespaceDeletionContentFailure"
+CONTENT_REMAINING = "NamespaceContentRemaining"
+FINALIZERS_REMAINING = "NamespaceFinalizersRemaining"
+
+# The OK variant of each condition (docs/k8s-namespace-deletion.md §2.5), written independently of
+# the controller code so that the scenario tests check the controller against the reference.
+_OK: dict[str, tuple[str, str, str]] = {
+    DISCOVERY: ("False", "ResourcesDiscovered", "All resources successfully discovered"),
+    PARSING: ("False", "ParsedGroupVersions", "All legacy kube types successfully parsed"),
+    CONTENT_FAILURE: ("False", "ContentDeleted", "All content successfully deleted, may be waiting on finalization"),
+    CONTENT_REMAINING: ("False", "ContentRemoved", "All content successfully removed"),
+    FINALIZERS_REMAINING: ("False", "ContentHasNoFinalizers", "All content-preserving finalizers finished"),
+}
+
+
+def conditions(
+    *,
+    discovery: str | None = None,
+    content_failure: str | None = None,
+    remaining: str | None = None,
+    finalizers: str | None = None,
+) -> tuple[tuple[str, str, str, str], ...]:
+    """The five conditions in order as (type, status, reason, message); failing ones given by message."""
+    failing = {
+        DISCOVERY: ("True", "DiscoveryFailed", discovery),
+        CONTENT_FAILURE: ("True", "ContentDeletionFailed", content_failure),
+        CONTENT_REMAINING: ("True", "SomeResourcesRemain", remaining),
+        FINALIZERS_REMAINING: ("True", "SomeFinalizersRemain", finalizers),
+    }
+    out: list[tuple[str, str, str, str]] = []
+    for ctype in (DISCOVERY, PARSING, CONTENT_FAILURE, CONTENT_REMAINING, FINALIZERS_REMAINING):
+        status, reason, message = failing.get(ctype, ("", "", None))
+        if message is None:
+            status, reason, message = _OK[ctype]
+        out.append((ctype, status, reason, message))
+    return tuple(out)
+
+
+ALL_OK = conditions()
+
+
+def _unavailable(gv: str, style: str = "legacy") -> str:
+    text = (
+        "the server is currently unable to handle the request"
+        if style == "legacy"
+        else (f"stale GroupVersion discovery: {gv}")
+    )
+    return (
+        "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: "
+        f"{gv}: {text}"
+    )
+
+
+def _unexpected_pods(namespace: str) -> str:
+    return (
+        "Failed to delete all resource types, 1 remaining: unexpected items still remain in namespace: "
+        f"{namespace} for gvr: /v1, Resource=pods"
+    )
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """An object a correct diagnosis names as holding the namespace.
+
+    ``name`` may be an fnmatch pattern (``worker-*``) for objects whose names a controller generates
+    (pods of a ReplicaSet); every object of that kind matching it is meant.
+    """
+
+    kind: str
+    name: str
+    namespace: str | None = None
+    api_version: str = "v1"
+
+
+@dataclass(frozen=True)
+class APIServiceExpectation:
+    name: str
+    status: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a correct diagnosis of ``namespace`` says once the scenario is applied."""
+
+    namespace: str
+    state: Literal["terminating", "active", "not_found"]
+    causes: tuple[Cause, ...]
+    blocking: tuple[ObjectRef, ...]
+    first_remedy: RemedyAction
+    acceptable_remedies: tuple[RemedyAction, ...] = ()
+    complete: bool = True
+    gaps: tuple[str, ...] = ()  # resource types ("<plural>.<group>") the diagnosis cannot read
+    conditions: tuple[tuple[str, str, str, str], ...] | None = None  # None: no conditions at all
+    spec_finalizers: tuple[str, ...] = ("kubernetes",)
+    metadata_finalizers: tuple[str, ...] = ()
+    apiservices: tuple[APIServiceExpectation, ...] = ()
+    # (CRD name, Terminating condition status, reason) for CRDs that are being deleted
+    crds: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    description: str
+    build: Callable[[Any], None]
+    expected: Expected
+    seed: str | None = None  # the seed article it reproduces (shared/seeds/<id>)
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+# --------------------------------------------------------------------------------------------
+# Building blocks: plain API calls with the cluster-admin identity.
+
+
+class Api:
+    """Thin helpers over the HTTP API (the admin identity, like a cluster administrator)."""
+
+    def __init__(self, emu: Any) -> None:
+        self.emu = emu
+        self.http = KubeHTTP(emu.url, emu.admin_token)
+
+    # -- generic -------------------------------------------------------------------------------
+    def create(self, path: str, body: JSON) -> JSON:
+        return self.http.post(path, body)
+
+    def apply(self, path: str, body: JSON) -> JSON:
+        """Create, or replace the spec of an existing object (409 AlreadyExists)."""
+        try:
+            return self.http.post(path, body)
+        except ApiError as err:
+            if err.status != 409:
+                raise
+        name = body["metadata"]["name"]
+        current = self.http.get(f"{path}/{name}")
+        merged = {**current, **{k: v for k, v in body.items() if k not in ("metadata", "status")}}
+        return self.http.put(f"{path}/{name}", merged)
+
+    def delete(self, path: str, **options: Any) -> JSON:
+        return self.http.delete(path, options or None)
+
+    def put_status(self, path: str, status: JSON) -> JSON:
+        current = self.http.get(path)
+        return self.http.put(f"{path}/status", {**current, "status": {**(current.get("status") or {}), **status}})
+
+    # -- objects -------------------------------------------------------------------------------
+    def namespace(self, name: str, *, labels: dict[str, str] | None = None, **metadata: Any) -> JSON:
+        meta: JSON = {"name": name, **metadata}
+        if labels:
+            meta["labels"] = labels
+        return self.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+
+    def ensure_namespace(self, name: str) -> None:
+        if self.http.get_or_none(f"/api/v1/namespaces/{name}") is None:
+            self.namespace(name)
+
+    def node(self, name: str, ip: str, *, role: str = "worker") -> None:
+        """A Node as its kubelet registers it, then the kubelet's first Ready status."""
+        self.create(
+            "/api/v1/nodes",
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": {
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                        f"node-role.kubernetes.io/{role}": "",
+                    },
+                },
+                "spec": {"podCIDR": f"10.244.{ip.rsplit('.', 1)[1]}.0/24"},
+            },
+        )
+        now = self.emu.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.put_status(
+            f"/api/v1/nodes/{name}",
+            {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                        "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status",
+                    }
+                ],
+                "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+                "nodeInfo": {
+                    "kubeletVersion": "v1.34.2",
+                    "containerRuntimeVersion": "containerd://2.1.4",
+                    "osImage": "Ubuntu 24.04.3 LTS",
+                    "kernelVersion": "6.8.0-79-generic",
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
+                },
+            },
+        )
+
+    def node_lost(self, name: str) -> None:
+        """What the node lifecycle controller writes when a kubelet stops posting status.
+
+        The Ready condition goes Unknown (NodeStatusUnknown), the node gets the unreachable taints,
+        and its pods' Ready condition goes False (MarkPodsNotReady).
+        """
+        path = f"/api/v1/nodes/{name}"
+        node = self.http.get(path)
+        taints = [
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+            {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+        ]
+        self.http.put(path, {**node, "spec": {**(node.get("spec") or {}), "taints": taints}})
+        now = self.emu.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        node = self.http.get(path)
+        conds = []
+        for old in (node.get("status") or {}).get("conditions") or []:
+            cond = old
+            if old.get("type") == "Ready":
+                cond = {
+                    **old,
+                    "status": "Unknown",
+                    "lastTransitionTime": now,
+                    "reason": "NodeStatusUnknown",
+                    "message": "Kubelet stopped posting node status.",
+                }
+            conds.append(cond)
+        self.http.put(f"{path}/status", {**node, "status": {**(node.get("status") or {}), "conditions": conds}})
+        # MarkPodsNotReady: the pods of the node are no longer Ready
+        for pod in self.http.list_items("/api/v1/pods", fieldSelector=f"spec.nodeName={name}"):
+            pod_conds = []
+            for old in (pod.get("status") or {}).get("conditions") or []:
+                cond = old
+                if old.get("type") == "Ready" and old.get("status") != "False":
+                    cond = {**old, "status": "False", "lastTransitionTime": now}
+                pod_conds.append(cond)
+            pod_path = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}"
+            self.http.put(
+                f"{pod_path}/status", {**pod, "status": {**(pod.get("status") or {}), "conditions": pod_conds}}
+            )
+
+    def deployment(
+        self,
+        ns: str,
+        name: str,
+        *,
+        node: str,
+        replicas: int = 1,
+        image: str = "nginx:1.27",
+        ports: list[JSON] | None = None,
+        grace: int | None = None,
+        annotations: dict[str, str] | None = None,
+        labels: dict[str, str] | None = None,
+        service_account: str | None = None,
+    ) -> JSON:
+        labels = labels or {"app": name}
+        container: JSON = {"name": name.split("-", maxsplit=1)[0] if "-" in name else name, "image": image}
+        if ports:
+            container["ports"] = ports
+        pod_spec: JSON = {"nodeName": node, "containers": [container]}
+        if grace is not None:
+            pod_spec["terminationGracePeriodSeconds"] = grace
+        if service_account:
+            pod_spec["serviceAccountName"] = service_account
+        template_meta: JSON = {"labels": dict(labels)}
+        if annotations:
+            template_meta["annotations"] = dict(annotations)
+        return self.create(
+            f"/apis/apps/v1/namespaces/{ns}/deployments",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "labels": dict(labels)},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": dict(labels)},
+                    "template": {"metadata": template_meta, "spec": pod_spec},
+                },
+            },
+        )
+
+    def service(
+        self, ns: str, name: str, *, selector: dict[str, str], ports: list[JSON], cluster_ip: str | None = None
+    ) -> JSON:
+        spec: JSON = {"selector": selector, "ports": ports}
+        if cluster_ip:
+            spec["clusterIP"] = cluster_ip
+        return self.create(
+            f"/api/v1/namespaces/{ns}/services",
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": dict(selector)}, "spec": spec},
+        )
+
+    def configmap(self, ns: str, name: str, *, data: dict[str, str] | None = None, **metadata: Any) -> JSON:
+        body: JSON = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **metadata}}
+        if data:
+            body["data"] = data
+        return self.create(f"/api/v1/namespaces/{ns}/configmaps", body)
+
+    def apiservice(self, group: str, version: str, *, svc_ns: str, svc_name: str, priority: int = 100) -> JSON:
+        return self.apply(
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": f"{version}.{group}", "labels": {"k8s-app": svc_name}},
+                "spec": {
+                    "group": group,
+                    "version": version,
+                    "service": {"namespace": svc_ns, "name": svc_name, "port": 443},
+                    "groupPriorityMinimum": priority,
+                    "versionPriority": 100,
+                    "insecureSkipTLSVerify": True,
+                },
+            },
+        )
+
+    def crd(self, group: str, plural: str, kind: str, *, version: str = "v1", scope: str = "Namespaced") -> JSON:
+        return self.create(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": f"{plural}.{group}"},
+                "spec": {
+                    "group": group,
+                    "names": {"plural": plural, "singular": kind.lower(), "kind": kind, "listKind": f"{kind}List"},
+                    "scope": scope,
+                    "versions": [
+                        {
+                            "name": version,
+                            "served": True,
+                            "storage": True,
+                            "schema": {
+                                "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+                            },
+                        }
+                    ],
+                },
+            },
+        )
+
+    def custom(self, group: str, version: str, plural: str, ns: str, body: JSON) -> JSON:
+        return self.create(f"/apis/{group}/{version}/namespaces/{ns}/{plural}", body)
+
+    def cluster_role_for(self, name: str, *, group: str, resources: list[str], sa_ns: str, sa: str) -> None:
+        self.create(
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": {"name": name},
+                "rules": [{"apiGroups": [group], "resources": resources, "verbs": ["*"]}],
+            },
+        )
+        self.create(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": sa_ns}],
+            },
+        )
+
+    def service_account(self, ns: str, name: str) -> None:
+        self.create(
+            f"/api/v1/namespaces/{ns}/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
+        )
+
+    def delete_namespace(self, name: str) -> None:
+        """``kubectl delete namespace <name> --wait=false``."""
+        self.delete(f"/api/v1/namespaces/{name}")
+
+
+def run_for(emu: Any, seconds: float, *, step: float = 15.0) -> None:
+    """Let the cluster run: settle, then advance the FakeClock in steps, settling after each."""
+    emu.settle()
+    advance = getattr(emu.clock, "advance", None)
+    if advance is None:
+        return
+    elapsed = 0.0
+    while elapsed < seconds:
+        delta = min(step, seconds - elapsed)
+        advance(delta)
+        elapsed += delta
+        emu.settle()
+
+
+# --------------------------------------------------------------------------------------------
+# Shared infrastructure.
+
+METRICS_IP = "10.96.171.26"
+ADAPTER_IP = "10.96.204.17"
+
+
+def base_cluster(api: Api, *, nodes: int = 2) -> None:
+    """Nodes and the kube-system basics every scenario starts from."""
+    api.node("control-plane-1", "192.168.0.193", role="control-plane")
+    for i in range(1, nodes + 1):
+        api.node(f"node-{i}", f"192.168.0.{40 + i}")
+
+
+def metrics_server(api: Api, *, broken: bool = False) -> None:
+    """metrics-server in kube-system and its APIService v1beta1.metrics.k8s.io."""
+    api.service_account("kube-system", "metrics-server")
+    api.deployment(
+        "kube-system",
+        "metrics-server",
+        node="node-1",
+        image="registry.k8s.io/metrics-server/metrics-server:v0.7.2",
+        ports=[{"name": "https", "containerPort": 10250, "protocol": "TCP"}],
+        labels={"k8s-app": "metrics-server"},
+        annotations={CRASH_LOOP_ANNOTATION: "true"} if broken else None,
+        service_account="metrics-server",
+    )
+    api.service(
+        "kube-system",
+        "metrics-server",
+        selector={"k8s-app": "metrics-server"},
+        ports=[{"name": "https", "port": 443, "protocol": "TCP", "targetPort": "https"}],
+        cluster_ip=METRICS_IP,
+    )
+    api.apiservice("metrics.k8s.io", "v1beta1", svc_ns="kube-system", svc_name="metrics-server")
+
+
+def app(api: Api, ns: str, name: str = "web", *, node: str = "node-2", replicas: int = 2, grace: int = 30) -> None:
+    """An ordinary application: Deployment, Service, ConfigMap, Secret."""
+    api.deployment(
+        ns,
+        name,
+        node=node,
+        replicas=replicas,
+        grace=grace,
+        ports=[{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+    )
+    api.service(ns, name, selector={"app": name}, ports=[{"name": "http", "port": 80, "targetPort": "http"}])
+    api.configmap(ns, f"{name}-config", data={"LOG_LEVEL": "info"})
+    api.create(
+        f"/api/v1/namespaces/{ns}/secrets",
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-tls"}, "type": "Opaque", "data": {}},
+    )
+
+
+def _start(emu: Any, *, nodes: int = 2) -> Api:
+    api = Api(emu)
+    base_cluster(api, nodes=nodes)
+    run_for(emu, 10)
+    return api
+
+
+# --------------------------------------------------------------------------------------------
+# Seed articles.
+
+
+def _seed000(emu: Any) -> None:
+    api = _start(emu)
+    metrics_server(api, broken=True)
+    run_for(emu, 60, step=30)
+    ns = "ack-system-e2e-test-0"
+    api.namespace(ns)
+    app(api, ns, "e2e-app")
+    run_for(emu, 15)
+    api.delete_namespace(ns)
+    run_for(emu, 840, step=120)  # "Terminating 14m"
+
+
+def _metrics_unreachable(emu: Any) -> None:
+    api = _start(emu)
+    metrics_server(api)
+    run_for(emu, 60, step=30)
+    # the route from the API server's host network to the pod network is gone (seeds 001/004)
+    emu.knobs.unreachable_services.add("kube-system/metrics-server")
+    ns = "tobedeletedb"
+    api.namespace(ns)
+    app(api, ns, "db-client", replicas=1)
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 120, step=30)
+
+
+def _seed002(emu: Any) -> None:
+    api = _start(emu)
+    ns = "finalizer-demo"
+    api.namespace(ns)
+    run_for(emu, 5)
+    # a ConfigMap with a finalizer that no controller handles
+    api.configmap(ns, "mymap", finalizers=["kubernetes"])
+    api.delete(f"/api/v1/namespaces/{ns}/configmaps/mymap")  # kubectl delete configmap/mymap
+    # the ownerReferences cascade: deleting the parent removes the child (background)
+    parent = api.configmap(ns, "mymap-parent")
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "mymap-parent", "uid": parent["metadata"]["uid"]}
+    api.configmap(ns, "mymap-child", ownerReferences=[owner])
+    api.delete(f"/api/v1/namespaces/{ns}/configmaps/mymap-parent")
+    run_for(emu, 5)
+    # --cascade=orphan: the child stays, without its ownerReference
+    parent2 = api.configmap(ns, "mymap-parent2")
+    owner2 = {"apiVersion": "v1", "kind": "ConfigMap", "name": "mymap-parent2", "uid": parent2["metadata"]["uid"]}
+    api.configmap(ns, "mymap-child2", ownerReferences=[owner2])
+    api.delete(f"/api/v1/namespaces/{ns}/configmaps/mymap-parent2", propagationPolicy="Orphan")
+    run_for(emu, 5)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+def _seed003_kubesphere(emu: Any) -> None:
+    api = _start(emu)
+    ns = "kubesphere-sample"
+    # KubeSphere put its finalizer and an ownerReference to its Workspace on the namespace, then
+    # KubeSphere (and its CRDs) was uninstalled without cleaning them up.
+    api.namespace(
+        ns,
+        labels={"kubesphere.io/workspace": "system-workspace"},
+        finalizers=["finalizers.kubesphere.io/namespaces"],
+        ownerReferences=[
+            {
+                "apiVersion": "tenant.kubesphere.io/v1alpha1",
+                "blockOwnerDeletion": True,
+                "controller": True,
+                "kind": "Workspace",
+                "name": "system-workspace",
+                "uid": "d4310acd-1fdc-11ea-a370-a2c490b9ae47",
+            }
+        ],
+    )
+    app(api, ns, "console", replicas=1)
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+def _kiali_crd(api: Api) -> None:
+    api.crd("kiali.io", "kialis", "Kiali", version="v1alpha1")
+
+
+def _kiali_cr(api: Api, ns: str) -> None:
+    api.custom(
+        "kiali.io",
+        "v1alpha1",
+        "kialis",
+        ns,
+        {
+            "apiVersion": "kiali.io/v1alpha1",
+            "kind": "Kiali",
+            "metadata": {"name": "kiali", "finalizers": ["kiali.io/finalizer"]},
+            "spec": {"deployment": {"namespace": ns}, "auth": {"strategy": "anonymous"}},
+        },
+    )
+
+
+def _seed003_kiali(emu: Any) -> None:
+    api = _start(emu)
+    _kiali_crd(api)
+    ns = "istio-system"
+    api.namespace(ns)
+    app(api, ns, "istiod", replicas=1)
+    run_for(emu, 5)
+    _kiali_cr(api, ns)
+    run_for(emu, 30)
+    # the Kiali operator was uninstalled (helm uninstall kiali-operator) before the Kiali CR
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+def _seed003_adapter(emu: Any) -> None:
+    api = _start(emu)
+    api.ensure_namespace("monitoring")
+    # prometheus-adapter registered the resource metrics API, then was deleted; the APIService stayed
+    api.apiservice("metrics.k8s.io", "v1beta1", svc_ns="monitoring", svc_name="prometheus-adapter")
+    run_for(emu, 30)
+    ns = "dev-sandbox"
+    api.namespace(ns)
+    app(api, ns, "sandbox", replicas=1)
+    run_for(emu, 15)
+    api.delete_namespace(ns)
+    run_for(emu, 120, step=30)
+
+
+# --------------------------------------------------------------------------------------------
+# One per cause of the contract, and the non-stuck and incomplete-evidence cases.
+
+
+def _healthy_active(emu: Any) -> None:
+    api = _start(emu)
+    metrics_server(api)
+    api.namespace("shop")
+    app(api, "shop", "storefront")
+    run_for(emu, 60, step=30)
+
+
+def _deleted_cleanly(emu: Any) -> None:
+    api = _start(emu)
+    metrics_server(api)
+    api.namespace("scratch")
+    app(api, "scratch", "tmp", grace=10)
+    run_for(emu, 30)
+    api.delete_namespace("scratch")
+    run_for(emu, 120, step=30)
+
+
+def _content_deleting(emu: Any) -> None:
+    api = _start(emu)
+    api.namespace("web-frontend")
+    app(api, "web-frontend", "frontend", grace=120)
+    run_for(emu, 30)
+    api.delete_namespace("web-frontend")
+    run_for(emu, 20, step=10)  # the pods have 120 s to stop; the namespace controller waits for them
+
+
+def _live_operator(emu: Any) -> None:
+    api = _start(emu)
+    _kiali_crd(api)
+    api.namespace("kiali-operator")
+    api.service_account("kiali-operator", "kiali-operator")
+    api.cluster_role_for(
+        "kiali-operator", group="kiali.io", resources=["*"], sa_ns="kiali-operator", sa="kiali-operator"
+    )
+    api.deployment(
+        "kiali-operator",
+        "kiali-operator",
+        node="node-1",
+        image="quay.io/kiali/kiali-operator:v2.17.0",
+        labels={"app.kubernetes.io/name": "kiali-operator"},
+        service_account="kiali-operator",
+    )
+    ns = "observability"
+    api.namespace(ns)
+    _kiali_cr(api, ns)
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    # the operator is running and will remove its finalizer once it has cleaned up
+    run_for(emu, 20)
+
+
+def _webhook_blocks(emu: Any) -> None:
+    api = _start(emu)
+    api.namespace("policy-system")
+    api.deployment("policy-system", "policy-webhook", node="node-1", replicas=0, labels={"app": "policy-webhook"})
+    api.service(
+        "policy-system",
+        "policy-webhook",
+        selector={"app": "policy-webhook"},
+        ports=[{"name": "https", "port": 443, "targetPort": 9443}],
+    )
+    api.create(
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "policy-webhook"},
+            "webhooks": [
+                {
+                    "name": "validate.policy.example.com",
+                    "clientConfig": {
+                        "service": {"namespace": "policy-system", "name": "policy-webhook", "path": "/validate"}
+                    },
+                    "rules": [
+                        {
+                            "operations": ["DELETE"],
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "resources": ["configmaps"],
+                        }
+                    ],
+                    "failurePolicy": "Fail",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "timeoutSeconds": 10,
+                }
+            ],
+        },
+    )
+    ns = "payments"
+    api.namespace(ns)
+    api.configmap(ns, "app-config", data={"currency": "EUR"})
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+def _lost_node_not_ready(emu: Any) -> None:
+    api = _start(emu, nodes=3)
+    ns = "batch-jobs"
+    api.namespace(ns)
+    app(api, ns, "worker", node="node-3", replicas=2)
+    run_for(emu, 30)
+    api.node_lost("node-3")
+    run_for(emu, 40, step=30)
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+def _lost_node_missing(emu: Any) -> None:
+    api = _start(emu, nodes=3)
+    ns = "reports"
+    api.namespace(ns)
+    app(api, ns, "renderer", node="node-3", replicas=1)
+    run_for(emu, 30)
+    api.delete("/api/v1/nodes/node-3")  # the VM was removed and its Node deleted
+    run_for(emu, 10)
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+def _postgres(api: Api, ns: str, *, node: str, stuck: bool = False) -> None:
+    api.create(
+        "/api/v1/persistentvolumes",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"pv-{ns}-data"},
+            "spec": {
+                "capacity": {"storage": "10Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": f"/mnt/data/{ns}"},
+                "claimRef": {"namespace": ns, "name": "data-postgres-0"},
+            },
+        },
+    )
+    api.create(
+        f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data-postgres-0"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "10Gi"}},
+                "volumeName": f"pv-{ns}-data",
+                "storageClassName": "",
+            },
+        },
+    )
+    # what the PV controller (binder) writes
+    api.put_status(f"/api/v1/persistentvolumes/pv-{ns}-data", {"phase": "Bound"})
+    api.put_status(
+        f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data-postgres-0",
+        {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}},
+    )
+    annotations = {STUCK_TERMINATING_ANNOTATION: "true"} if stuck else None
+    meta: JSON = {"name": "postgres-0", "labels": {"app": "postgres"}}
+    if annotations:
+        meta["annotations"] = annotations
+    api.create(
+        f"/api/v1/namespaces/{ns}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {
+                "nodeName": node,
+                "terminationGracePeriodSeconds": 30,
+                "containers": [
+                    {
+                        "name": "postgres",
+                        "image": "postgres:17",
+                        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}],
+                    }
+                ],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-postgres-0"}}],
+            },
+        },
+    )
+
+
+def _pvc_in_use(emu: Any) -> None:
+    api = _start(emu, nodes=3)
+    ns = "database"
+    api.namespace(ns)
+    _postgres(api, ns, node="node-3")
+    run_for(emu, 30)
+    api.node_lost("node-3")
+    run_for(emu, 40, step=30)
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+def _pod_stuck_terminating(emu: Any) -> None:
+    api = _start(emu)
+    ns = "legacy-app"
+    api.namespace(ns)
+    # the node is Ready, but its kubelet cannot finish tearing the pod down (a hung volume unmount)
+    _postgres(api, ns, node="node-2", stuck=True)
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 120, step=30)
+
+
+def _discovery_recovered(emu: Any) -> None:
+    api = _start(emu)
+    api.ensure_namespace("monitoring")
+    api.deployment(
+        "monitoring",
+        "prometheus-adapter",
+        node="node-1",
+        image="registry.k8s.io/prometheus-adapter/prometheus-adapter:v0.12.0",
+        ports=[{"name": "https", "containerPort": 6443, "protocol": "TCP"}],
+        labels={"app.kubernetes.io/name": "prometheus-adapter"},
+    )
+    api.service(
+        "monitoring",
+        "prometheus-adapter",
+        selector={"app.kubernetes.io/name": "prometheus-adapter"},
+        ports=[{"name": "https", "port": 443, "targetPort": "https"}],
+        cluster_ip=ADAPTER_IP,
+    )
+    emu.register_aggregated_backend(
+        "custom.metrics.k8s.io",
+        "v1beta1",
+        [
+            {
+                "name": "namespaces/http_requests_per_second",
+                "singularName": "",
+                "namespaced": False,
+                "kind": "MetricValueList",
+                "verbs": ["get"],
+            }
+        ],
+    )
+    api.apiservice("custom.metrics.k8s.io", "v1beta1", svc_ns="monitoring", svc_name="prometheus-adapter")
+    run_for(emu, 30)
+    ns = "analytics"
+    api.namespace(ns)
+    app(api, ns, "dashboards", replicas=1, grace=10)
+    run_for(emu, 15)
+    # a network policy change cut the API server off from the adapter for a few minutes
+    emu.knobs.unreachable_services.add("monitoring/prometheus-adapter")
+    run_for(emu, 20)
+    api.delete_namespace(ns)
+    run_for(emu, 360, step=30)
+    # ...and was reverted: the APIService is Available again, but the namespace controller is
+    # backing off (up to 60 s) and its conditions still show the old discovery failure.
+    emu.knobs.unreachable_services.discard("monitoring/prometheus-adapter")
+    emu.settle()
+
+
+def _just_deleted(emu: Any) -> None:
+    api = _start(emu)
+    api.namespace("preview-1234")
+    app(api, "preview-1234", "preview", replicas=1)
+    run_for(emu, 30)
+    api.delete_namespace("preview-1234")
+    run_for(emu, 2, step=2)  # two seconds later: the namespace controller has not synced yet (5 s delay)
+
+
+def _argocd_uninstalled(emu: Any) -> None:
+    api = _start(emu)
+    api.crd("argoproj.io", "applications", "Application", version="v1alpha1")
+    api.namespace("team-apps")
+    api.custom(
+        "argoproj.io",
+        "v1alpha1",
+        "applications",
+        "team-apps",
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": {"name": "guestbook", "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
+            "spec": {
+                "project": "default",
+                "source": {"repoURL": "https://github.com/argoproj/argocd-example-apps", "path": "guestbook"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": "team-apps"},
+            },
+        },
+    )
+    run_for(emu, 30)
+    # `kubectl delete -f install.yaml`: Argo CD and its CRDs go; the Application keeps its finalizer
+    api.delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/applications.argoproj.io")
+    run_for(emu, 30)
+    api.delete_namespace("team-apps")
+    run_for(emu, 60, step=30)
+
+
+def _kcm_down(emu: Any) -> None:
+    api = _start(emu)
+    ns = "staging"
+    api.namespace(ns)
+    app(api, ns, "api", replicas=1)
+    run_for(emu, 30)
+    ctrls = controllers_of(emu)
+    if ctrls is not None:
+        ctrls.stop_kube_controller_manager()
+    api.delete_namespace(ns)
+    run_for(emu, 120, step=60)
+
+
+def _incomplete_forbidden(emu: Any) -> None:
+    api = _start(emu)
+    api.crd("acme.cert-manager.io", "challenges", "Challenge")
+    ns = "cert-test"
+    api.namespace(ns)
+    app(api, ns, "echo", replicas=1)
+    api.custom(
+        "acme.cert-manager.io",
+        "v1",
+        "challenges",
+        ns,
+        {
+            "apiVersion": "acme.cert-manager.io/v1",
+            "kind": "Challenge",
+            "metadata": {"name": "echo-tls-1-2818463021-1093428", "finalizers": ["finalizer.acme.cert-manager.io"]},
+            "spec": {"dnsName": "echo.example.com", "type": "HTTP-01", "token": "t0k3n", "key": "k3y"},
+        },
+    )
+    run_for(emu, 30)
+    # cert-manager was uninstalled; the CRDs stayed
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+    # the diagnosing identity may not list secrets in this namespace
+    emu.knobs.forbid("secrets", verbs=("list", "get", "watch"), namespace=ns)
+
+
+def _incomplete_timeout(emu: Any) -> None:
+    api = _start(emu, nodes=3)
+    api.crd("monitoring.coreos.com", "servicemonitors", "ServiceMonitor")
+    ns = "ingest"
+    api.namespace(ns)
+    app(api, ns, "collector", node="node-3", replicas=1)
+    api.custom(
+        "monitoring.coreos.com",
+        "v1",
+        "servicemonitors",
+        ns,
+        {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "ServiceMonitor",
+            "metadata": {"name": "collector"},
+            "spec": {"selector": {"matchLabels": {"app": "collector"}}, "endpoints": [{"port": "http"}]},
+        },
+    )
+    run_for(emu, 30)
+    api.node_lost("node-3")
+    run_for(emu, 40, step=30)
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+    # reads of the monitoring.coreos.com group hang for the diagnosing identity
+    emu.knobs.latency(TIMEOUT_LATENCY_MS, match=r"^GET /apis/monitoring\.coreos\.com/")
+
+
+TIMEOUT_LATENCY_MS = 10_000
+
+
+def _namespace_spec_finalizer(emu: Any) -> None:
+    api = _start(emu)
+    ns = "ci-runner-42"
+    api.http.post(
+        "/api/v1/namespaces",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns},
+            "spec": {"finalizers": ["kubernetes", "ci.example.com/cleanup"]},
+        },
+    )
+    api.configmap(ns, "job-env", data={"RUN": "42"})
+    run_for(emu, 15)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+# --------------------------------------------------------------------------------------------
+# The registry.
+
+_METRICS_ADAPTER_MSG = 'service/prometheus-adapter in "monitoring" is not present'
+
+
+def _failed_discovery(ip: str, group: str, version: str) -> str:
+    url = f"https://{ip}:443/apis/{group}/{version}"
+    return (
+        f'failing or missing response from {url}: Get "{url}": '
+        "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+    )
+
+
+def _metrics_unreachable_expected(style: str) -> Expected:
+    """Seeds 001 and 004: one incident, told with the legacy or the stale discovery error text."""
+    return Expected(
+        namespace="tobedeletedb",
+        state="terminating",
+        causes=("apiservice_unavailable",),
+        blocking=(ObjectRef("APIService", "v1beta1.metrics.k8s.io", api_version="apiregistration.k8s.io/v1"),),
+        first_remedy="restore_backend",
+        acceptable_remedies=("delete_apiservice",),
+        conditions=conditions(discovery=_unavailable("metrics.k8s.io/v1beta1", style)),
+        apiservices=(
+            APIServiceExpectation(
+                "v1beta1.metrics.k8s.io",
+                "False",
+                "FailedDiscoveryCheck",
+                _failed_discovery(METRICS_IP, "metrics.k8s.io", "v1beta1"),
+            ),
+        ),
+    )
+
+
+def _scenarios() -> list[Scenario]:
+    return [
+        Scenario(
+            name="seed000-metrics-missing-endpoints",
+            title="metrics-server has no ready endpoints; its APIService is False (MissingEndpoints)",
+            description=(
+                "metrics-server crash-loops, so v1beta1.metrics.k8s.io is unavailable and discovery of "
+                "metrics.k8s.io/v1beta1 fails; ack-system-e2e-test-0 is empty but stays Terminating."
+            ),
+            seed="000_95c7197c51b472e0",
+            build=_seed000,
+            expected=Expected(
+                namespace="ack-system-e2e-test-0",
+                state="terminating",
+                causes=("apiservice_unavailable",),
+                blocking=(ObjectRef("APIService", "v1beta1.metrics.k8s.io", api_version="apiregistration.k8s.io/v1"),),
+                first_remedy="restore_backend",
+                acceptable_remedies=("fix_controller", "delete_apiservice"),
+                conditions=conditions(discovery=_unavailable("metrics.k8s.io/v1beta1")),
+                apiservices=(
+                    APIServiceExpectation(
+                        "v1beta1.metrics.k8s.io",
+                        "False",
+                        "MissingEndpoints",
+                        'endpointslices for service/metrics-server in "kube-system" have no addresses with '
+                        'port name "https"',
+                    ),
+                ),
+            ),
+        ),
+        Scenario(
+            name="seed001-metrics-unreachable",
+            title="metrics-server is healthy but the API server cannot reach it (FailedDiscoveryCheck)",
+            description=(
+                "A missing VPC route cuts the API server off from the metrics-server pod; the namespace "
+                "controller fails discovery of metrics.k8s.io/v1beta1 and tobedeletedb stays Terminating."
+            ),
+            seed="001_2a786de849a15492",
+            build=_metrics_unreachable,
+            expected=_metrics_unreachable_expected("legacy"),
+        ),
+        Scenario(
+            name="seed004-metrics-unreachable-stale",
+            title="seed 001's incident on a cluster whose controller manager uses aggregated discovery",
+            description=(
+                "Same as seed001 (the Alibaba Cloud write-up of the same incident), but the namespace "
+                "controller reports the newer 'stale GroupVersion discovery' error text."
+            ),
+            seed="004_e0a18edc6802d154",
+            build=_metrics_unreachable,
+            options=MappingProxyType({"discovery_error_style": "stale"}),
+            expected=_metrics_unreachable_expected("stale"),
+        ),
+        Scenario(
+            name="seed002-configmap-finalizer",
+            title="a ConfigMap keeps a finalizer that no controller handles",
+            description=(
+                "ConfigMap mymap was created with finalizers: [kubernetes] and deleted; the ownerReferences "
+                "cascade removed mymap-child, --cascade=orphan left mymap-child2. The namespace waits on mymap."
+            ),
+            seed="002_863af213790da13f",
+            build=_seed002,
+            expected=Expected(
+                namespace="finalizer-demo",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(ObjectRef("ConfigMap", "mymap", "finalizer-demo"),),
+                first_remedy="remove_finalizer",
+                conditions=conditions(
+                    remaining="Some resources are remaining: configmaps. has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: kubernetes in 1 resource "
+                    "instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="seed003-kubesphere-namespace-finalizer",
+            title="the namespace keeps finalizers.kubesphere.io/namespaces after KubeSphere was uninstalled",
+            description=(
+                "The namespace controller removed all content and its own finalizer, but metadata.finalizers "
+                "still holds KubeSphere's, and the owning Workspace kind no longer exists."
+            ),
+            seed="003_a4462261a960d9c7",
+            build=_seed003_kubesphere,
+            expected=Expected(
+                namespace="kubesphere-sample",
+                state="terminating",
+                causes=("namespace_finalizer",),
+                blocking=(ObjectRef("Namespace", "kubesphere-sample"),),
+                first_remedy="remove_finalizer",
+                conditions=ALL_OK,
+                spec_finalizers=(),
+                metadata_finalizers=("finalizers.kubesphere.io/namespaces",),
+            ),
+        ),
+        Scenario(
+            name="seed003-kiali-orphaned-finalizer",
+            title="a Kiali CR keeps kiali.io/finalizer after the Kiali operator was uninstalled",
+            description="istio-system stays Terminating on kialis.kiali.io/kiali; no operator removes the finalizer.",
+            seed="003_a4462261a960d9c7",
+            build=_seed003_kiali,
+            expected=Expected(
+                namespace="istio-system",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(ObjectRef("Kiali", "kiali", "istio-system", "kiali.io/v1alpha1"),),
+                first_remedy="remove_finalizer",
+                conditions=conditions(
+                    remaining="Some resources are remaining: kialis.kiali.io has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: kiali.io/finalizer in 1 "
+                    "resource instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="seed003-prometheus-adapter-service-not-found",
+            title="v1beta1.metrics.k8s.io points at a deleted prometheus-adapter (ServiceNotFound)",
+            description="prometheus-adapter was removed but its APIService stayed; discovery keeps failing.",
+            seed="003_a4462261a960d9c7",
+            build=_seed003_adapter,
+            expected=Expected(
+                namespace="dev-sandbox",
+                state="terminating",
+                causes=("apiservice_unavailable",),
+                blocking=(ObjectRef("APIService", "v1beta1.metrics.k8s.io", api_version="apiregistration.k8s.io/v1"),),
+                first_remedy="delete_apiservice",
+                acceptable_remedies=("restore_backend",),
+                conditions=conditions(discovery=_unavailable("metrics.k8s.io/v1beta1")),
+                apiservices=(
+                    APIServiceExpectation("v1beta1.metrics.k8s.io", "False", "ServiceNotFound", _METRICS_ADAPTER_MSG),
+                ),
+            ),
+        ),
+        Scenario(
+            name="namespace-spec-finalizer",
+            title="spec.finalizers keeps a third-party entry after the namespace controller removed its own",
+            description="ci-runner-42 was created with spec.finalizers [kubernetes, ci.example.com/cleanup].",
+            build=_namespace_spec_finalizer,
+            expected=Expected(
+                namespace="ci-runner-42",
+                state="terminating",
+                causes=("namespace_finalizer",),
+                blocking=(ObjectRef("Namespace", "ci-runner-42"),),
+                # removing just ci.example.com/cleanup (PUT /finalize keeping "kubernetes") is narrower
+                # than force-finalizing, which would also skip the namespace controller's own cleanup
+                first_remedy="remove_finalizer",
+                acceptable_remedies=("force_finalize_namespace",),
+                conditions=ALL_OK,
+                spec_finalizers=("ci.example.com/cleanup",),
+            ),
+        ),
+        Scenario(
+            name="webhook-blocks-delete",
+            title="a fail-closed validating webhook without endpoints blocks deleting ConfigMaps",
+            description=(
+                "policy-webhook (failurePolicy Fail, DELETE on configmaps) has no ready pods, so the namespace "
+                "controller's DELETECOLLECTION of configmaps in payments fails with a 500."
+            ),
+            build=_webhook_blocks,
+            expected=Expected(
+                namespace="payments",
+                state="terminating",
+                causes=("webhook_blocks_delete",),
+                blocking=(
+                    ObjectRef(
+                        "ValidatingWebhookConfiguration",
+                        "policy-webhook",
+                        api_version="admissionregistration.k8s.io/v1",
+                    ),
+                ),
+                # the webhook's backend is installed but has no ready pods: as with an APIService whose
+                # backend is broken (seed 000), fixing the backend comes before removing the webhook
+                first_remedy="restore_backend",
+                acceptable_remedies=("delete_webhook_configuration",),
+                conditions=conditions(
+                    content_failure="Failed to delete all resource types, 1 remaining: Internal error occurred: "
+                    'failed calling webhook "validate.policy.example.com": failed to call webhook: Post '
+                    '"https://policy-webhook.policy-system.svc:443/validate?timeout=10s": no endpoints available '
+                    'for service "policy-webhook"',
+                ),
+            ),
+        ),
+        Scenario(
+            name="pod-on-notready-node",
+            title="pods on a NotReady node keep their deletionTimestamp",
+            description=(
+                "node-3's kubelet stopped posting status; the namespace controller deleted the pods, but no "
+                "kubelet confirms it. With OrderedNamespaceDeletion nothing else is deleted meanwhile, and "
+                "the content conditions read OK (kubernetes#138208)."
+            ),
+            build=_lost_node_not_ready,
+            expected=Expected(
+                namespace="batch-jobs",
+                state="terminating",
+                causes=("pod_on_lost_node",),
+                blocking=(ObjectRef("Pod", "worker-*", "batch-jobs"),),
+                first_remedy="force_delete_pod",
+                conditions=conditions(content_failure=_unexpected_pods("batch-jobs")),
+            ),
+        ),
+        Scenario(
+            name="pod-on-missing-node",
+            title="a pod bound to a Node that no longer exists (PodGC not running)",
+            description="node-3 was deleted; kube-controller-manager runs without podgc, so nothing removes the pod.",
+            build=_lost_node_missing,
+            options=MappingProxyType({"pod_gc_orphans": False}),
+            expected=Expected(
+                namespace="reports",
+                state="terminating",
+                causes=("pod_on_lost_node",),
+                blocking=(ObjectRef("Pod", "renderer-*", "reports"),),
+                first_remedy="force_delete_pod",
+                conditions=conditions(content_failure=_unexpected_pods("reports")),
+            ),
+        ),
+        Scenario(
+            name="pvc-in-use",
+            title="a PVC keeps kubernetes.io/pvc-protection because a pod on a lost node still uses it",
+            description=(
+                "A 1.32 cluster (OrderedNamespaceDeletion off): everything is deleted at once, postgres-0 "
+                "hangs on NotReady node-3 and pins data-postgres-0."
+            ),
+            build=_pvc_in_use,
+            options=MappingProxyType({"ordered_namespace_deletion": False}),
+            expected=Expected(
+                namespace="database",
+                state="terminating",
+                causes=("pod_on_lost_node", "pvc_in_use"),
+                blocking=(
+                    ObjectRef("Pod", "postgres-0", "database"),
+                    ObjectRef("PersistentVolumeClaim", "data-postgres-0", "database"),
+                ),
+                first_remedy="force_delete_pod",
+                conditions=conditions(
+                    content_failure=_unexpected_pods("database"),
+                    remaining="Some resources are remaining: persistentvolumeclaims. has 1 resource instances, "
+                    "pods. has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: "
+                    "kubernetes.io/pvc-protection in 1 resource instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="pod-stuck-terminating-ready-node",
+            title="a pod on a Ready node that its kubelet cannot finish tearing down",
+            description=(
+                "postgres-0 sits on Ready node-2 with a deletionTimestamp long past: a hung volume unmount "
+                "keeps the kubelet from confirming the deletion. Not a lost node: an unexplained delete failure."
+            ),
+            build=_pod_stuck_terminating,
+            expected=Expected(
+                namespace="legacy-app",
+                state="terminating",
+                causes=("deletion_error",),
+                blocking=(ObjectRef("Pod", "postgres-0", "legacy-app"),),
+                first_remedy="force_delete_pod",
+                conditions=conditions(content_failure=_unexpected_pods("legacy-app")),
+            ),
+        ),
+        Scenario(
+            name="discovery-failure-recovered",
+            title="the discovery failure is stale: the APIService recovered, the controller is backing off",
+            description=(
+                "custom.metrics.k8s.io/v1beta1 was unreachable for six minutes; it is Available again, but "
+                "the namespace controller's last attempt failed and it retries only after its back-off."
+            ),
+            build=_discovery_recovered,
+            options=MappingProxyType({"discovery_error_style": "stale"}),
+            expected=Expected(
+                namespace="analytics",
+                state="terminating",
+                causes=("discovery_failure",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=conditions(discovery=_unavailable("custom.metrics.k8s.io/v1beta1", "stale")),
+                apiservices=(
+                    APIServiceExpectation("v1beta1.custom.metrics.k8s.io", "True", "Passed", "all checks passed"),
+                ),
+            ),
+        ),
+        Scenario(
+            name="content-deleting",
+            title="pods are still inside their 120 s grace period",
+            description="Deleted 20 s ago; the pods are terminating normally on a Ready node. Not stuck yet.",
+            build=_content_deleting,
+            expected=Expected(
+                namespace="web-frontend",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=ALL_OK,
+            ),
+        ),
+        Scenario(
+            name="live-operator-finalizer",
+            title="a Kiali CR with kiali.io/finalizer while the Kiali operator is running",
+            description=(
+                "The finalizer's controller is alive (Deployment kiali-operator, RBAC on kiali.io): not orphaned."
+            ),
+            build=_live_operator,
+            expected=Expected(
+                namespace="observability",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=conditions(
+                    remaining="Some resources are remaining: kialis.kiali.io has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: kiali.io/finalizer in 1 "
+                    "resource instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="just-deleted",
+            title="deleted two seconds ago: no conditions yet",
+            description="The namespace controller syncs a deleted namespace 5 s after it sees it. Not stuck.",
+            build=_just_deleted,
+            expected=Expected(
+                namespace="preview-1234",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="orphaned-finalizer-crd-deleting",
+            title="Argo CD was uninstalled with its CRDs; an Application keeps its finalizer",
+            description=(
+                "applications.argoproj.io is Terminating (customresourcecleanup waits for the instances) and "
+                "team-apps waits on Application guestbook's resources-finalizer.argocd.argoproj.io."
+            ),
+            build=_argocd_uninstalled,
+            expected=Expected(
+                namespace="team-apps",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(ObjectRef("Application", "guestbook", "team-apps", "argoproj.io/v1alpha1"),),
+                first_remedy="remove_finalizer",
+                conditions=conditions(
+                    remaining="Some resources are remaining: applications.argoproj.io has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: "
+                    "resources-finalizer.argocd.argoproj.io in 1 resource instances",
+                ),
+                crds=(("applications.argoproj.io", "True", "InstanceDeletionInProgress"),),
+            ),
+        ),
+        Scenario(
+            name="controller-manager-down",
+            title="Terminating with no conditions at all: the namespace controller is not running",
+            description="kube-controller-manager stopped before the namespace was deleted; nothing was deleted.",
+            build=_kcm_down,
+            expected=Expected(
+                namespace="staging",
+                state="terminating",
+                causes=("unknown",),
+                blocking=(),
+                first_remedy="fix_controller",
+                acceptable_remedies=("wait",),
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="healthy-active",
+            title="an Active namespace with a running application",
+            description="Nothing to diagnose.",
+            build=_healthy_active,
+            expected=Expected(
+                namespace="shop",
+                state="active",
+                causes=(),
+                blocking=(),
+                first_remedy="none",
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="deleted-cleanly",
+            title="a namespace whose deletion finished",
+            description="Deleted two minutes ago; the controllers removed everything and the namespace is gone.",
+            build=_deleted_cleanly,
+            expected=Expected(
+                namespace="scratch",
+                state="not_found",
+                causes=(),
+                blocking=(),
+                first_remedy="none",
+                conditions=None,
+                spec_finalizers=(),
+            ),
+        ),
+        Scenario(
+            name="incomplete-forbidden-secrets",
+            title="an orphaned cert-manager finalizer, diagnosed by an identity that may not list secrets",
+            description="The evidence is incomplete (secrets are forbidden), so no force-finalize may be offered.",
+            build=_incomplete_forbidden,
+            expected=Expected(
+                namespace="cert-test",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(
+                    ObjectRef("Challenge", "echo-tls-1-2818463021-1093428", "cert-test", "acme.cert-manager.io/v1"),
+                ),
+                first_remedy="remove_finalizer",
+                complete=False,
+                gaps=("secrets",),
+                conditions=conditions(
+                    remaining="Some resources are remaining: challenges.acme.cert-manager.io has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: "
+                    "finalizer.acme.cert-manager.io in 1 resource instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="incomplete-timeout-group",
+            title="pods on a lost node, with one API group that times out for the diagnosing identity",
+            description=(
+                f"GETs under /apis/monitoring.coreos.com/ take {TIMEOUT_LATENCY_MS} ms for non-admin identities."
+            ),
+            build=_incomplete_timeout,
+            expected=Expected(
+                namespace="ingest",
+                state="terminating",
+                causes=("pod_on_lost_node",),
+                blocking=(ObjectRef("Pod", "collector-*", "ingest"),),
+                first_remedy="force_delete_pod",
+                complete=False,
+                gaps=("servicemonitors.monitoring.coreos.com",),
+                conditions=conditions(content_failure=_unexpected_pods("ingest")),
+            ),
+        ),
+    ]
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _scenarios()}
+
+
+def apply_scenario(emu: Any, name: str) -> Scenario:
+    """Build scenario ``name`` on a started emulator; returns it (with its expectations)."""
+    try:
+        scenario = SCENARIOS[name]
+    except KeyError:
+        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}") from None
+    options = getattr(emu, "options", None)
+    for key, value in scenario.options.items():
+        if isinstance(options, dict):
+            options[key] = value
+        if key == "discovery_error_style" and hasattr(emu, "discovery_error_style"):
+            emu.discovery_error_style = value
+    ctrls = controllers_of(emu)
+    if ctrls is not None:
+        ctrls.configure(**dict(scenario.options))
+    scenario.build(emu)
+    return scenario
+
+
+def pods_of(emu: Any, namespace: str) -> list[JSON]:
+    """The pods of a namespace (for expectations that depend on generated names)."""
+    return KubeHTTP(emu.url, emu.admin_token).list_items(f"/api/v1/namespaces/{namespace}/pods")
+
+
+def snapshot(emu: Any) -> dict[str, Any]:
+    """Every object of every listable type, as JSON text per (type, namespace/name), for comparisons."""
+    from .controllers._inventory import take_inventory
+    from .controllers.discovery_client import discover
+
+    http = KubeHTTP(emu.url, emu.admin_token)
+    inv = take_inventory(http, discover(http))
+    out: dict[str, Any] = {}
+    for res, obj in inv.objects:
+        meta = obj.get("metadata") or {}
+        key = f"{res.group}/{res.name}/{meta.get('namespace', '')}/{meta.get('name')}"
+        out[key] = json.dumps(obj, sort_keys=True)
+    return out
