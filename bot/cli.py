@@ -7,17 +7,24 @@ error, 3 cluster unreachable or unauthorized. A user mistake gets one short line
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from bot import __version__
 from bot.errors import ConfigError, NsstuckError, UserError
 from bot.settings import AppConfig, Settings, load_config, load_settings
 
+if TYPE_CHECKING:
+    from bot.kube.connecting import ClusterTarget
+
 log = logging.getLogger("nsstuck")
+
+_NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 Handler = Callable[[argparse.Namespace, "Context"], int]
 
@@ -116,21 +123,47 @@ def cmd_db_current(args: argparse.Namespace, ctx: Context) -> int:
     return 0 if current == head else 1
 
 
-def _select_cluster(args: argparse.Namespace, ctx: Context) -> None:
-    """Check the cluster selection options (contract §1) before anything talks to a cluster."""
+def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
+    """The cluster named by the selection options (contract §1), checked before anything connects."""
+    from bot.kube.connecting import ClusterTarget, current_context
+
     if args.cluster and args.kubeconfig:
         raise UserError("use either --cluster NAME or --kubeconfig PATH, not both")
     if args.context and not args.kubeconfig:
         raise UserError("--context goes with --kubeconfig")
     if args.cluster:
-        ctx.config.require_cluster(args.cluster)
-    elif args.kubeconfig and not Path(args.kubeconfig).is_file():
-        raise UserError(f"kubeconfig {args.kubeconfig!r} does not exist or is not a file")
+        cluster = ctx.config.require_cluster(args.cluster)
+        return ClusterTarget.from_config(cluster, ctx.config_path)
+    if args.kubeconfig:
+        if not Path(args.kubeconfig).is_file():
+            raise UserError(f"kubeconfig {args.kubeconfig!r} does not exist or is not a file")
+        kubeconfig = Path(args.kubeconfig)
+        name = args.context or current_context(kubeconfig) or kubeconfig.name
+        return ClusterTarget(name=name, kubeconfig=kubeconfig, context=args.context)
+    if len(ctx.config.clusters) == 1:
+        return ClusterTarget.from_config(ctx.config.clusters[0], ctx.config_path)
+    if ctx.config.clusters:
+        raise UserError(f"name a cluster with --cluster ({', '.join(ctx.config.cluster_names)})")
+    raise UserError("no cluster: pass --cluster NAME (from the config file) or --kubeconfig PATH")
 
 
 def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
-    _select_cluster(args, ctx)
-    raise NotBuiltYetError("diagnose")
+    from bot.kube.collecting import CollectOptions
+    from bot.services.diagnosing import diagnose_namespace
+    from bot.services.reporting import render_text
+
+    if not _NAMESPACE_NAME.match(args.namespace):
+        raise UserError(f"{args.namespace!r} is not a valid namespace name (lower-case letters, digits and '-')")
+    if args.timeout <= 0:
+        raise UserError("--timeout must be a positive number of seconds")
+    target = _select_cluster(args, ctx)
+    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout))
+    result = diagnose_namespace(target, args.namespace, options=options)
+    if args.json:
+        ctx.print(json.dumps(result.diagnosis.to_json(), indent=2))
+    else:
+        ctx.out.write(render_text(result.diagnosis))
+    return 0
 
 
 def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
@@ -186,15 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     diagnose.add_argument("namespace", metavar="NAMESPACE")
     _add_cluster_options(diagnose)
-    diagnose.add_argument(
-        "--json", action="store_true", help="print the JSON report (schema nsstuck.diagnosis/v1)"
-    )
+    diagnose.add_argument("--json", action="store_true", help="print the JSON report (schema nsstuck.diagnosis/v1)")
     diagnose.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="overall deadline")
     diagnose.set_defaults(handler=cmd_diagnose)
 
-    db = commands.add_parser(
-        "db", help="database schema migrations", description="Database schema migrations."
-    )
+    db = commands.add_parser("db", help="database schema migrations", description="Database schema migrations.")
     db_commands = db.add_subparsers(dest="db_command", metavar="ACTION")
     db_commands.required = True
     upgrade = db_commands.add_parser(
@@ -205,9 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     downgrade = db_commands.add_parser(
         "downgrade", help="revert migrations", description="Revert Alembic migrations down to REVISION."
     )
-    downgrade.add_argument(
-        "revision", metavar="REVISION", help="target revision, or 'base' for an empty schema"
-    )
+    downgrade.add_argument("revision", metavar="REVISION", help="target revision, or 'base' for an empty schema")
     downgrade.set_defaults(handler=cmd_db_downgrade)
     current = db_commands.add_parser(
         "current", help="show the schema revision", description="Show the revision; exit 1 if not at head."
@@ -264,9 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="validate the environment and the config file",
         description="Validate the environment and the config file; exit 0 valid, 2 invalid.",
     )
-    config_check.add_argument(
-        "--config", type=Path, metavar="PATH", help="the file (default: $NSSTUCK_CONFIG)"
-    )
+    config_check.add_argument("--config", type=Path, metavar="PATH", help="the file (default: $NSSTUCK_CONFIG)")
     config_check.set_defaults(handler=cmd_config_check)
     return parser
 

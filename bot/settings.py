@@ -101,8 +101,7 @@ def _to_duration(value: Any) -> Any:
 def _check_cluster_name(value: str) -> str:
     if not _CLUSTER_NAME.match(value):
         raise ValueError(
-            f"{value!r} is not a valid cluster name (lower-case letters, digits, '-', '_', '.'; "
-            "at most 63 characters)"
+            f"{value!r} is not a valid cluster name (lower-case letters, digits, '-', '_', '.'; at most 63 characters)"
         )
     return value
 
@@ -306,11 +305,7 @@ def load_config(path: Path, *, required: bool = True) -> AppConfig:
         key = format_loc(loc) or None
         if key and line:
             key = f"{key} (line {line})"
-        more = (
-            f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-            if len(errors) > 1
-            else ""
-        )
+        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
         raise ConfigError(source, key, message + more) from None
     _check_kubeconfigs(config, source, tree, base=path.parent)
     return config
@@ -369,9 +364,7 @@ class Settings(BaseSettings):
     @classmethod
     def _url_has_scheme(cls, value: str) -> str:
         if "://" not in value:
-            raise ValueError(
-                "expected a SQLAlchemy URL such as sqlite:///nsstuck.db or postgresql+psycopg://…"
-            )
+            raise ValueError("expected a SQLAlchemy URL such as sqlite:///nsstuck.db or postgresql+psycopg://…")
         return value
 
     @field_validator("slack_api_url")

@@ -22,9 +22,7 @@ def migrations_dir() -> Path:
     override = os.environ.get("NSSTUCK_MIGRATIONS_DIR")
     path = Path(override) if override else Path(__file__).resolve().parents[2] / "migrations"
     if not (path / "env.py").is_file():
-        raise ConfigError(
-            "environment", "NSSTUCK_MIGRATIONS_DIR", f"no Alembic environment (env.py) in {path}"
-        )
+        raise ConfigError("environment", "NSSTUCK_MIGRATIONS_DIR", f"no Alembic environment (env.py) in {path}")
     return path
 
 

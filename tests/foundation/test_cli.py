@@ -14,9 +14,7 @@ from bot.cli import build_parser, main
 from tests.foundation.test_config import run_nsstuck
 
 
-def _all_command_paths(
-    parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()
-) -> list[tuple[str, ...]]:
+def _all_command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     paths = [prefix]
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -75,9 +73,7 @@ def test_unknown_command_is_a_usage_error() -> None:
 def test_diagnose_unknown_cluster_suggests_a_name(tmp_path: Path) -> None:
     config = tmp_path / "c.yaml"
     config.write_text("clusters:\n  - name: prod-eu\n    in_cluster: true\n")
-    result = run_nsstuck(
-        "diagnose", "istio-system", "--cluster", "prod-ue", env={"NSSTUCK_CONFIG": str(config)}
-    )
+    result = run_nsstuck("diagnose", "istio-system", "--cluster", "prod-ue", env={"NSSTUCK_CONFIG": str(config)})
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "nsstuck: unknown cluster 'prod-ue' (registered: prod-eu); did you mean 'prod-eu'?"
@@ -102,9 +98,7 @@ def test_db_upgrade_on_unreachable_database_is_one_clear_line() -> None:
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(
-        "nsstuck: cannot reach the database postgresql+psycopg://nsstuck:***@127.0.0.1:1/"
-    )
+    assert lines[0].startswith("nsstuck: cannot reach the database postgresql+psycopg://nsstuck:***@127.0.0.1:1/")
     assert "hunter2" not in result.stderr
 
 

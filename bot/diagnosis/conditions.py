@@ -1,0 +1,110 @@
+"""The namespace controller's conditions, parsed into facts.
+
+Facts, not verdicts: clusters before 1.16/1.17 write none, a controller that is down writes nothing,
+and some messages mislead (under OrderedNamespaceDeletion "All content successfully removed" can
+show while pods with finalizers remain). The rules use these facts as evidence next to what they
+see in the snapshot themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.domain.refs import KubeObject
+
+DISCOVERY = "NamespaceDeletionDiscoveryFailure"
+PARSING = "NamespaceDeletionGroupVersionParsingFailure"
+CONTENT_FAILURE = "NamespaceDeletionContentFailure"
+CONTENT_REMAINING = "NamespaceContentRemaining"
+FINALIZERS_REMAINING = "NamespaceFinalizersRemaining"
+
+_SERVER_APIS = "unable to retrieve the complete list of server APIs: "
+_GV_ERROR = re.compile(r"([a-z0-9.-]*/?v[0-9][a-z0-9]*): ")
+_REMAINING = re.compile(r"([^\s,]+) has (\d+) resource instances")
+_FINALIZER_COUNT = re.compile(r"([^\s,]+) in (\d+) resource instances")
+_WEBHOOK = re.compile(r'failed calling webhook "([^"]+)"')
+_DENIED = re.compile(r'admission webhook "([^"]+)" denied the request')
+
+
+@dataclass(frozen=True)
+class ConditionFacts:
+    present: bool = False
+    conditions: tuple[dict[str, Any], ...] = ()
+    # group version -> error text, from DiscoveryFailure
+    discovery_failures: dict[str, str] = field(default_factory=dict)
+    discovery_message: str | None = None
+    parsing_failure: str | None = None
+    content_failure: str | None = None
+    # "kialis.kiali.io" / "pods." -> count
+    remaining: dict[str, int] = field(default_factory=dict)
+    finalizers_remaining: dict[str, int] = field(default_factory=dict)
+    failing_webhooks: tuple[str, ...] = ()
+    denying_webhooks: tuple[str, ...] = ()
+
+    def line(self, kind: str) -> str | None:
+        """`namespace condition <type>: <message>` for the evidence, when that condition is True."""
+        for cond in self.conditions:
+            if cond.get("type") == kind and cond.get("status") == "True":
+                return f"namespace condition {kind} ({cond.get('reason')}): {cond.get('message')}"
+        return None
+
+
+def _true(conditions: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:
+    for cond in conditions:
+        if cond.get("type") == kind and cond.get("status") == "True":
+            return cond
+    return None
+
+
+def split_group_errors(message: str) -> dict[str, str]:
+    """`... server APIs: a/v1: err1, b/v1: err2` -> {"a/v1": "err1", "b/v1": "err2"}."""
+    index = message.find(_SERVER_APIS)
+    if index < 0:
+        return {}
+    text = message[index + len(_SERVER_APIS) :]
+    starts = list(_GV_ERROR.finditer(text))
+    out: dict[str, str] = {}
+    for i, match in enumerate(starts):
+        if i and text[match.start() - 2 : match.start()] != ", ":
+            continue
+        end = len(text)
+        for later in starts[i + 1 :]:
+            if text[later.start() - 2 : later.start()] == ", ":
+                end = later.start() - 2
+                break
+        out[match.group(1)] = text[match.end() : end].strip()
+    return out
+
+
+def parse_conditions(namespace: KubeObject | None) -> ConditionFacts:
+    if namespace is None:
+        return ConditionFacts()
+    raw = [c for c in (namespace.get("status") or {}).get("conditions") or () if isinstance(c, dict)]
+    if not raw:
+        return ConditionFacts()
+    discovery = _true(raw, DISCOVERY)
+    parsing = _true(raw, PARSING)
+    content = _true(raw, CONTENT_FAILURE)
+    remaining = _true(raw, CONTENT_REMAINING)
+    finalizers = _true(raw, FINALIZERS_REMAINING)
+    content_message = str(content.get("message") or "") if content else ""
+    return ConditionFacts(
+        present=True,
+        conditions=tuple(raw),
+        discovery_failures=split_group_errors(str(discovery.get("message") or "")) if discovery else {},
+        discovery_message=str(discovery.get("message")) if discovery else None,
+        parsing_failure=str(parsing.get("message")) if parsing else None,
+        content_failure=content_message or None,
+        remaining={m.group(1): int(m.group(2)) for m in _REMAINING.finditer(str(remaining.get("message")))}
+        if remaining
+        else {},
+        finalizers_remaining={
+            m.group(1): int(m.group(2)) for m in _FINALIZER_COUNT.finditer(str(finalizers.get("message")))
+        }
+        if finalizers
+        else {},
+        failing_webhooks=tuple(dict.fromkeys(_WEBHOOK.findall(content_message))),
+        denying_webhooks=tuple(dict.fromkeys(_DENIED.findall(content_message))),
+    )

@@ -1,0 +1,73 @@
+"""What every rule family reads: the snapshot, the parsed conditions, and small shared views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+
+from bot.diagnosis.conditions import ConditionFacts, parse_conditions
+from bot.domain.findings import Cause, Finding, Remedy
+from bot.domain.refs import KubeObject, ObjectRef, deletion_time, finalizers_of
+from bot.domain.snapshot import NamespaceSnapshot, ResourceType
+
+
+@dataclass(frozen=True)
+class Held:
+    """One object in the namespace that is being deleted but still exists."""
+
+    rtype: ResourceType
+    obj: KubeObject
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef.of(self.obj, resource=self.rtype.resource or None)
+
+    @property
+    def finalizers(self) -> list[str]:
+        return finalizers_of(self.obj)
+
+
+class Context:
+    def __init__(self, snapshot: NamespaceSnapshot) -> None:
+        self.snapshot = snapshot
+        self.now: datetime = snapshot.observed_at
+        namespace = snapshot.namespace_object or {}
+        self.namespace_obj: KubeObject = namespace
+        self.facts: ConditionFacts = parse_conditions(snapshot.namespace_object)
+
+    @cached_property
+    def namespace_ref(self) -> ObjectRef:
+        return ObjectRef.of(self.namespace_obj, resource="namespaces")
+
+    @cached_property
+    def deleting(self) -> list[Held]:
+        """Every object in the namespace that has a deletionTimestamp."""
+        return [Held(t, o) for t, o in self.snapshot.all_contents() if deletion_time(o) is not None]
+
+    @cached_property
+    def remaining(self) -> list[Held]:
+        """Every object still in the namespace (being deleted or not)."""
+        return [Held(t, o) for t, o in self.snapshot.all_contents()]
+
+    def orphan_lines(self, limit: int = 50) -> list[str]:
+        """What force-finalizing would leave behind, for the remedy's warning."""
+        lines = [h.ref.display for h in self.remaining]
+        if len(lines) > limit:
+            lines = [*lines[:limit], f"... and {len(lines) - limit} more"]
+        return lines
+
+
+def still_deleting(
+    summary: str, *, objects: Iterable[ObjectRef] = (), evidence: Iterable[str] = (), remedies: Iterable[Remedy]
+) -> Finding:
+    """Content that is being deleted normally: context for the reader, not a verdict to act on."""
+    return Finding(
+        cause=Cause.CONTENT_DELETING,
+        blocking=False,
+        summary=summary,
+        objects=tuple(objects),
+        evidence=tuple(e for e in evidence if e),
+        remedies=tuple(remedies),
+    )

@@ -1,0 +1,153 @@
+"""diagnose(snapshot) -> Diagnosis: run every rule family, order the findings, rank the remedies."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from bot.diagnosis import (
+    apiservices,
+    deletion_errors,
+    discovery,
+    finalizers,
+    namespace_finalizers,
+    pods,
+    remedies,
+    volumes,
+    webhooks,
+)
+from bot.diagnosis.context import Context, still_deleting
+from bot.diagnosis.reading import age
+from bot.domain.findings import Action, Cause, Diagnosis, Finding, NamespaceState
+from bot.domain.refs import deletion_time
+from bot.domain.snapshot import NamespaceSnapshot
+
+# most blocking first: what stops every namespace, then what stops deletes, then what holds objects
+CAUSE_ORDER = [
+    Cause.APISERVICE_UNAVAILABLE,
+    Cause.DISCOVERY_FAILURE,
+    Cause.WEBHOOK_BLOCKS_DELETE,
+    Cause.POD_ON_LOST_NODE,
+    Cause.PVC_IN_USE,
+    Cause.ORPHANED_FINALIZER,
+    Cause.DELETION_ERROR,
+    Cause.NAMESPACE_FINALIZER,
+    Cause.UNKNOWN,
+    Cause.CONTENT_DELETING,
+]
+
+# the namespace controller syncs 5 s after the delete, then retries; give it a moment before judging
+SETTLING = timedelta(seconds=30)
+
+
+def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
+    base = Diagnosis(
+        cluster=snapshot.cluster,
+        namespace=snapshot.namespace,
+        observed_at=snapshot.observed_at,
+        state=NamespaceState.NOT_FOUND,
+        terminating_for_seconds=None,
+        complete=snapshot.complete,
+        gaps=snapshot.gaps,
+    )
+    if snapshot.namespace_object is None:
+        return base
+    ctx = Context(snapshot)
+    uid = ctx.namespace_ref.uid
+    deleted_at = deletion_time(snapshot.namespace_object)
+    if deleted_at is None:
+        return replace(base, state=NamespaceState.ACTIVE, namespace_uid=uid)
+    seconds = max(0, int((snapshot.observed_at - deleted_at).total_seconds()))
+
+    found: list[Finding] = []
+    for family in (apiservices, discovery, webhooks, pods, volumes, finalizers, namespace_finalizers):
+        found.extend(family.findings(ctx))
+    found.extend(deletion_errors.findings(ctx, {f.cause for f in found}))
+    if not any(f.blocking for f in found):
+        found.extend(_unexplained(ctx, seconds, has_findings=bool(found)))
+    found.sort(key=lambda f: (not f.blocking, CAUSE_ORDER.index(f.cause)))
+    found = _with_last_resort(ctx, found)
+    return replace(
+        base,
+        state=NamespaceState.TERMINATING,
+        terminating_for_seconds=seconds,
+        findings=tuple(found),
+        namespace_uid=uid,
+        deletion_timestamp=deleted_at,
+    )
+
+
+def _unexplained(ctx: Context, seconds: int, *, has_findings: bool) -> list[Finding]:
+    """Nothing blocking was found: either it is early, or something nsstuck cannot see."""
+    spec_finalizers = (ctx.namespace_obj.get("spec") or {}).get("finalizers") or []
+    if seconds < SETTLING.total_seconds():
+        return [
+            still_deleting(
+                summary=f"the namespace was deleted {age(ctx.now - timedelta(seconds=seconds), ctx.now)} ago; "
+                "the namespace controller is still at work",
+                evidence=("the namespace controller syncs a few seconds after the delete and then retries",),
+                remedies=(remedies.wait("Ask again in a minute"),),
+            )
+        ]
+    if has_findings and not ctx.snapshot.gaps:
+        return []
+    evidence = []
+    if not ctx.facts.present:
+        evidence.append(
+            "the namespace has no deletion conditions: the namespace controller (kube-controller-manager) may not "
+            "be running, or the cluster is older than 1.16"
+        )
+    else:
+        evidence.extend(
+            f"namespace condition {c.get('type')}={c.get('status')} ({c.get('reason')}): {c.get('message')}"
+            for c in ctx.facts.conditions
+        )
+    evidence.append(
+        f"spec.finalizers: {spec_finalizers or 'none'}; metadata.finalizers: "
+        f"{(ctx.namespace_obj.get('metadata') or {}).get('finalizers') or 'none'}"
+    )
+    not_deleting = [h for h in ctx.remaining if deletion_time(h.obj) is None]
+    if not_deleting:
+        evidence.append(
+            f"{len(not_deleting)} object(s) in the namespace have not even been marked for deletion, e.g. "
+            + ", ".join(h.ref.display for h in not_deleting[:3])
+        )
+    if ctx.snapshot.gaps:
+        evidence.append(f"{len(ctx.snapshot.gaps)} piece(s) of evidence could not be collected (see gaps)")
+    commands = [
+        "kubectl -n kube-system get pods -l component=kube-controller-manager",
+        f"kubectl get namespace {ctx.snapshot.namespace} -o yaml",
+    ]
+    if ctx.facts.present:
+        summary = "the namespace is stuck and nothing nsstuck can see explains it"
+        first = remedies.investigate("Read the kube-controller-manager log for this namespace", commands)
+    else:
+        summary = "the namespace is stuck and no namespace controller has worked on it"
+        first = remedies.restore(
+            Action.RESTORE_CONTROLLER,
+            "Bring kube-controller-manager (its namespace controller) back; it then finishes the deletion",
+            commands,
+        )
+    return [
+        Finding(
+            cause=Cause.UNKNOWN,
+            blocking=True,
+            summary=summary,
+            objects=(ctx.namespace_ref,),
+            evidence=tuple(evidence),
+            remedies=(first,),
+        )
+    ]
+
+
+def _with_last_resort(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """Offer force-finalize last, on the first blocking finding, and only on complete evidence."""
+    spec_finalizers = (ctx.namespace_obj.get("spec") or {}).get("finalizers") or []
+    blocking = [i for i, f in enumerate(found) if f.blocking]
+    if not ctx.snapshot.complete or not blocking or "kubernetes" not in spec_finalizers:
+        return found
+    index = blocking[0]
+    finding = found[index]
+    last = remedies.force_finalize(ctx.namespace_ref, ctx.orphan_lines())
+    found[index] = replace(finding, remedies=(*finding.remedies, last))
+    return found

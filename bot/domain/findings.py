@@ -1,0 +1,245 @@
+"""What a diagnosis says: causes, findings, remedies, and the report of contract §2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from bot.domain.refs import ObjectRef
+
+REPORT_SCHEMA = "nsstuck.diagnosis/v1"
+
+
+class Cause(StrEnum):
+    """The fixed vocabulary of `cause` (contract §2)."""
+
+    APISERVICE_UNAVAILABLE = "apiservice_unavailable"
+    ORPHANED_FINALIZER = "orphaned_finalizer"
+    NAMESPACE_FINALIZER = "namespace_finalizer"
+    WEBHOOK_BLOCKS_DELETE = "webhook_blocks_delete"
+    POD_ON_LOST_NODE = "pod_on_lost_node"
+    PVC_IN_USE = "pvc_in_use"
+    DISCOVERY_FAILURE = "discovery_failure"
+    DELETION_ERROR = "deletion_error"
+    CONTENT_DELETING = "content_deleting"
+    UNKNOWN = "unknown"
+
+
+class NamespaceState(StrEnum):
+    TERMINATING = "terminating"
+    ACTIVE = "active"
+    NOT_FOUND = "not_found"
+
+
+class Risk(StrEnum):
+    """How much a remedy can hurt if the evidence is wrong. Ordered from safest."""
+
+    NONE = "none"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @property
+    def rank(self) -> int:
+        return list(Risk).index(self)
+
+
+class Action(StrEnum):
+    """What a remedy does. The first group changes nothing in the cluster by itself."""
+
+    RESTORE_BACKEND = "restore_backend"  # bring back the service behind an APIService or webhook
+    RESTORE_CONTROLLER = "restore_controller"  # reinstall/scale up the controller that owns a finalizer
+    WAIT = "wait"  # deletion is progressing normally
+    INVESTIGATE = "investigate"  # look at something nsstuck cannot see (controller logs, network)
+    DELETE_APISERVICE = "delete_apiservice"
+    DELETE_WEBHOOK_CONFIGURATION = "delete_webhook_configuration"
+    REMOVE_FINALIZER = "remove_finalizer"
+    REMOVE_NAMESPACE_FINALIZER = "remove_namespace_finalizer"
+    FORCE_DELETE_POD = "force_delete_pod"
+    FORCE_FINALIZE_NAMESPACE = "force_finalize_namespace"
+
+    @property
+    def changes_cluster(self) -> bool:
+        return self not in (
+            Action.RESTORE_BACKEND,
+            Action.RESTORE_CONTROLLER,
+            Action.WAIT,
+            Action.INVESTIGATE,
+        )
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """One thing to do, with the exact objects it touches and the kubectl command it amounts to."""
+
+    action: Action
+    risk: Risk
+    description: str
+    targets: tuple[ObjectRef, ...] = ()
+    commands: tuple[str, ...] = ()
+    leaves_behind: tuple[str, ...] = ()
+    # remove_finalizer / remove_namespace_finalizer: which finalizer
+    finalizer: str | None = None
+
+    @property
+    def requires_approval(self) -> bool:
+        return self.action.changes_cluster
+
+    @property
+    def id(self) -> str:
+        """Stable across runs for the same action on the same objects (UIDs and versions included)."""
+        key = json.dumps([self.action.value, self.finalizer, [t.to_json() for t in self.targets]], sort_keys=True)
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "action": self.action.value,
+            "risk": self.risk.value,
+            "requires_approval": self.requires_approval,
+            "description": self.description,
+            "targets": [t.to_json() for t in self.targets],
+            "commands": list(self.commands),
+        }
+        if self.finalizer is not None:
+            out["finalizer"] = self.finalizer
+        if self.leaves_behind:
+            out["leaves_behind"] = list(self.leaves_behind)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Remedy:
+        return cls(
+            action=Action(data["action"]),
+            risk=Risk(data["risk"]),
+            description=data["description"],
+            targets=tuple(ObjectRef.from_json(t) for t in data.get("targets", ())),
+            commands=tuple(data.get("commands", ())),
+            leaves_behind=tuple(data.get("leaves_behind", ())),
+            finalizer=data.get("finalizer"),
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One cause at work in the namespace, proven by evidence, naming the objects that hold it."""
+
+    cause: Cause
+    blocking: bool
+    summary: str
+    objects: tuple[ObjectRef, ...] = ()
+    evidence: tuple[str, ...] = ()
+    remedies: tuple[Remedy, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause.value,
+            "blocking": self.blocking,
+            "summary": self.summary,
+            "objects": [o.to_json() for o in self.objects],
+            "evidence": list(self.evidence),
+            "remedies": [r.to_json() for r in self.remedies],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        return cls(
+            cause=Cause(data["cause"]),
+            blocking=bool(data["blocking"]),
+            summary=data["summary"],
+            objects=tuple(ObjectRef.from_json(o) for o in data.get("objects", ())),
+            evidence=tuple(data.get("evidence", ())),
+            remedies=tuple(Remedy.from_json(r) for r in data.get("remedies", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Evidence that could not be collected, and why. Any gap makes a report incomplete."""
+
+    what: str  # e.g. "list kialis.kiali.io/v1alpha1 in istio-system"
+    reason: str  # forbidden | timeout | unavailable | error
+    detail: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"what": self.what, "reason": self.reason, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Gap:
+        return cls(what=data["what"], reason=data["reason"], detail=data.get("detail", ""))
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The report of contract §2."""
+
+    cluster: str
+    namespace: str
+    observed_at: datetime
+    state: NamespaceState
+    terminating_for_seconds: int | None
+    complete: bool
+    gaps: tuple[Gap, ...] = ()
+    findings: tuple[Finding, ...] = field(default=())
+    namespace_uid: str | None = None
+    deletion_timestamp: datetime | None = None
+
+    @property
+    def cause(self) -> Cause | None:
+        """The root cause: the cause of the first blocking finding (findings are most-blocking first)."""
+        blocking = [f for f in self.findings if f.blocking]
+        if blocking:
+            return blocking[0].cause
+        return self.findings[0].cause if self.findings else None
+
+    @property
+    def first_remedy(self) -> Remedy | None:
+        for finding in self.findings:
+            if finding.remedies:
+                return finding.remedies[0]
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": REPORT_SCHEMA,
+            "cluster": self.cluster,
+            "namespace": self.namespace,
+            "namespace_uid": self.namespace_uid,
+            "observed_at": _iso(self.observed_at),
+            "deletion_timestamp": _iso(self.deletion_timestamp) if self.deletion_timestamp else None,
+            "state": self.state.value,
+            "terminating_for_seconds": self.terminating_for_seconds,
+            "cause": self.cause.value if self.cause else None,
+            "complete": self.complete,
+            "gaps": [g.to_json() for g in self.gaps],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnosis:
+        if data.get("schema") != REPORT_SCHEMA:
+            raise ValueError(f"not a {REPORT_SCHEMA} report: schema is {data.get('schema')!r}")
+        deletion = data.get("deletion_timestamp")
+        return cls(
+            cluster=data["cluster"],
+            namespace=data["namespace"],
+            namespace_uid=data.get("namespace_uid"),
+            observed_at=datetime.fromisoformat(data["observed_at"]),
+            deletion_timestamp=datetime.fromisoformat(deletion) if deletion else None,
+            state=NamespaceState(data["state"]),
+            terminating_for_seconds=data.get("terminating_for_seconds"),
+            complete=bool(data["complete"]),
+            gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
+            findings=tuple(Finding.from_json(f) for f in data.get("findings", ())),
+        )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")

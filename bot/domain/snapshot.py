@@ -1,0 +1,200 @@
+"""A NamespaceSnapshot: everything the diagnosis rules read, collected once, serialisable.
+
+Objects are kept as the API server returned them (plain JSON dicts), so that a stored snapshot can
+be diagnosed again by newer rules, and a rule can be tested from a dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from bot.domain.findings import Gap
+from bot.domain.refs import KubeObject, meta
+
+SNAPSHOT_SCHEMA = "nsstuck.snapshot/v1"
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One namespaced resource type of the preferred version of its group."""
+
+    group: str
+    version: str
+    resource: str  # plural, e.g. "kialis"
+    kind: str
+    namespaced: bool = True
+    verbs: tuple[str, ...] = ()
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        """`kialis.kiali.io`, or `pods` for the core group (the namespace controller's spelling)."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "version": self.version,
+            "resource": self.resource,
+            "kind": self.kind,
+            "namespaced": self.namespaced,
+            "verbs": list(self.verbs),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ResourceType:
+        return cls(
+            group=data["group"],
+            version=data["version"],
+            resource=data["resource"],
+            kind=data["kind"],
+            namespaced=bool(data.get("namespaced", True)),
+            verbs=tuple(data.get("verbs", ())),
+        )
+
+
+@dataclass(frozen=True)
+class GroupVersionStatus:
+    """Whether one group version answered discovery, and how it failed if not."""
+
+    group_version: str
+    available: bool
+    status_code: int | None = None
+    error: str | None = None  # the message a client sees, e.g. "the server is currently unable to ..."
+    body: str | None = None  # the raw body when it was not a Status (the aggregator's "service unavailable")
+
+    @property
+    def group(self) -> str:
+        return self.group_version.rpartition("/")[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group_version": self.group_version,
+            "available": self.available,
+            "status_code": self.status_code,
+            "error": self.error,
+            "body": self.body,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GroupVersionStatus:
+        return cls(
+            group_version=data["group_version"],
+            available=bool(data["available"]),
+            status_code=data.get("status_code"),
+            error=data.get("error"),
+            body=data.get("body"),
+        )
+
+
+_OBJECT_LISTS = (
+    "apiservices",
+    "services",
+    "endpoint_slices",
+    "endpoints",
+    "backend_pods",
+    "webhook_configurations",
+    "crds",
+    "workloads",
+)
+
+
+@dataclass(frozen=True)
+class NamespaceSnapshot:
+    cluster: str
+    namespace: str
+    observed_at: datetime
+    namespace_object: KubeObject | None
+    group_versions: tuple[GroupVersionStatus, ...] = ()
+    resource_types: tuple[ResourceType, ...] = ()
+    # objects inside the namespace, per ResourceType.key
+    contents: Mapping[str, tuple[KubeObject, ...]] = field(default_factory=dict)
+    apiservices: tuple[KubeObject, ...] = ()
+    # Services behind APIServices and webhooks (any namespace), their endpoints and their pods
+    services: tuple[KubeObject, ...] = ()
+    endpoint_slices: tuple[KubeObject, ...] = ()
+    endpoints: tuple[KubeObject, ...] = ()
+    backend_pods: tuple[KubeObject, ...] = ()
+    # Validating- and MutatingWebhookConfigurations (kind tells them apart)
+    webhook_configurations: tuple[KubeObject, ...] = ()
+    crds: tuple[KubeObject, ...] = ()
+    # nodes of the pods that are being deleted; None: the Node object does not exist
+    nodes: Mapping[str, KubeObject | None] = field(default_factory=dict)
+    # cluster-wide Deployments, StatefulSets and DaemonSets, for controller attribution
+    workloads: tuple[KubeObject, ...] = ()
+    gaps: tuple[Gap, ...] = ()
+
+    @property
+    def exists(self) -> bool:
+        return self.namespace_object is not None
+
+    @property
+    def complete(self) -> bool:
+        return not self.gaps
+
+    def objects(self, key: str) -> tuple[KubeObject, ...]:
+        return tuple(self.contents.get(key, ()))
+
+    def all_contents(self) -> Iterator[tuple[ResourceType, KubeObject]]:
+        """Every object in the namespace with its type, in a stable order."""
+        types = {t.key: t for t in self.resource_types}
+        for key in sorted(self.contents):
+            rtype = types.get(key) or _type_from_key(key)
+            for obj in self.contents[key]:
+                yield rtype, obj
+
+    def resource_type(self, key: str) -> ResourceType | None:
+        return next((t for t in self.resource_types if t.key == key), None)
+
+    def failing_group_versions(self) -> tuple[GroupVersionStatus, ...]:
+        return tuple(gv for gv in self.group_versions if not gv.available)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": SNAPSHOT_SCHEMA,
+            "cluster": self.cluster,
+            "namespace": self.namespace,
+            "observed_at": self.observed_at.isoformat(),
+            "namespace_object": self.namespace_object,
+            "group_versions": [g.to_json() for g in self.group_versions],
+            "resource_types": [t.to_json() for t in self.resource_types],
+            "contents": {k: list(v) for k, v in sorted(self.contents.items())},
+            "nodes": dict(self.nodes),
+            "gaps": [g.to_json() for g in self.gaps],
+        }
+        for name in _OBJECT_LISTS:
+            out[name] = list(getattr(self, name))
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NamespaceSnapshot:
+        if data.get("schema") != SNAPSHOT_SCHEMA:
+            raise ValueError(f"not a {SNAPSHOT_SCHEMA} document: schema is {data.get('schema')!r}")
+        lists = {name: tuple(data.get(name) or ()) for name in _OBJECT_LISTS}
+        return cls(
+            cluster=data["cluster"],
+            namespace=data["namespace"],
+            observed_at=datetime.fromisoformat(data["observed_at"]),
+            namespace_object=data.get("namespace_object"),
+            group_versions=tuple(GroupVersionStatus.from_json(g) for g in data.get("group_versions", ())),
+            resource_types=tuple(ResourceType.from_json(t) for t in data.get("resource_types", ())),
+            contents={k: tuple(v) for k, v in (data.get("contents") or {}).items()},
+            nodes=dict(data.get("nodes") or {}),
+            gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
+            **lists,
+        )
+
+
+def _type_from_key(key: str) -> ResourceType:
+    resource, _, group = key.partition(".")
+    return ResourceType(group=group, version="", resource=resource, kind="")
+
+
+def labels_of(obj: KubeObject) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (meta(obj).get("labels") or {}).items()}

@@ -1,0 +1,534 @@
+"""Collecting a NamespaceSnapshot: everything the rules need, in parallel, within one deadline.
+
+The calls run on a bounded thread pool. The collecting thread drives them like a small event
+loop: each finished call may schedule the calls that follow from it (a group's discovery -> the
+lists of its types; an APIService -> its Service -> endpoints and pods; a deleting pod -> its node),
+so that nothing waits for a whole round to finish. Every failed call becomes a gap, never a crash;
+only an unreachable or unauthorized cluster raises.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+from urllib.parse import quote
+
+from bot.domain.findings import Gap
+from bot.domain.refs import KubeObject, deletion_time, meta
+from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
+from bot.errors import ClusterUnreachableError
+from bot.kube.transport import CallError, Transport
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class CollectOptions:
+    deadline: float = 20.0  # seconds for the whole snapshot
+    call_timeout: float = 10.0  # seconds for one call
+    workers: int = 32
+    page_size: int = 500
+
+
+# aggregated APIs that compute views and store no objects: their outage hides nothing in a namespace
+STATELESS_GROUPS = frozenset({"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"})
+
+_WORKLOADS = (
+    ("/apis/apps/v1/deployments", "Deployment"),
+    ("/apis/apps/v1/statefulsets", "StatefulSet"),
+    ("/apis/apps/v1/daemonsets", "DaemonSet"),
+)
+_WEBHOOKS = (
+    ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+    ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
+)
+
+
+class _Loop:
+    """Labelled calls on the pool, with callbacks run on the collecting thread, until the deadline."""
+
+    def __init__(self, pool: ThreadPoolExecutor, deadline: float) -> None:
+        self.pool = pool
+        self.deadline = deadline
+        self.pending: dict[Future[Any], tuple[str, Callable[[Any], None], Callable[[CallError], None]]] = {}
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def add(
+        self, label: str, call: Callable[[], Any], on_done: Callable[[Any], None], on_error: Callable[[CallError], None]
+    ) -> None:
+        self.pending[self.pool.submit(call)] = (label, on_done, on_error)
+
+    def run(self) -> list[str]:
+        """Drive until nothing is pending or time is up; returns the labels that did not finish."""
+        while self.pending:
+            left = self.remaining()
+            if left <= 0:
+                break
+            done, _ = wait(list(self.pending), timeout=left, return_when=FIRST_COMPLETED)
+            for future in done:
+                _, on_done, on_error = self.pending.pop(future)
+                try:
+                    result = future.result()
+                except CallError as e:
+                    on_error(e)
+                else:
+                    on_done(result)
+        late = [label for label, _, _ in self.pending.values()]
+        for future in self.pending:
+            future.cancel()
+        self.pending.clear()
+        return late
+
+
+def _reason(error: CallError) -> str:
+    if error.kind == "timeout":
+        return "timeout"
+    if error.status == 403:
+        return "forbidden"
+    if error.status in (502, 503, 504):
+        return "unavailable"
+    return "error"
+
+
+def trim(obj: KubeObject) -> KubeObject:
+    """Drop what no rule reads and what weighs most: managed fields and last-applied copies."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        metadata.pop("managedFields", None)
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    return obj
+
+
+def trim_workload(obj: KubeObject, kind: str) -> KubeObject:
+    """Only what controller attribution reads: identity, selector, containers, readiness."""
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or {}
+    containers = [
+        {k: c[k] for k in ("name", "image", "args", "command") if k in c}
+        for c in (template.get("spec") or {}).get("containers") or ()
+    ]
+    m = meta(obj)
+    status = obj.get("status") or {}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "labels") if k in m},
+        "spec": {
+            "replicas": spec.get("replicas", 1),
+            "selector": spec.get("selector"),
+            "template": {
+                "metadata": {"labels": (template.get("metadata") or {}).get("labels") or {}},
+                "spec": {"containers": containers},
+            },
+        },
+        "status": {
+            k: status[k]
+            for k in ("replicas", "readyReplicas", "availableReplicas", "numberReady", "desiredNumberScheduled")
+            if k in status
+        },
+    }
+
+
+def trim_crd(obj: KubeObject) -> KubeObject:
+    """CRDs without their (often huge) schemas."""
+    spec = dict(obj.get("spec") or {})
+    spec["versions"] = [{k: v[k] for k in ("name", "served", "storage") if k in v} for v in spec.get("versions") or ()]
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": trim(dict(obj.get("metadata") or {})),
+        "spec": spec,
+        "status": {"conditions": (obj.get("status") or {}).get("conditions") or []},
+    }
+
+
+class Collector:
+    def __init__(
+        self, transport: Transport, *, cluster: str, options: CollectOptions | None = None, clock: Clock = utcnow
+    ) -> None:
+        self.transport = transport
+        self.cluster = cluster
+        self.options = options or CollectOptions()
+        self.clock = clock
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    def _get(self, loop: _Loop, path: str, query: dict[str, str] | None = None) -> Any:
+        timeout = max(0.1, min(self.options.call_timeout, loop.remaining()))
+        return self.transport.get(path, query, timeout=timeout)
+
+    def _list(self, loop: _Loop, path: str, query: dict[str, str] | None = None) -> list[KubeObject]:
+        """All pages of a list, each item trimmed and given its apiVersion and kind."""
+        items: list[KubeObject] = []
+        params = dict(query or {})
+        params["limit"] = str(self.options.page_size)
+        while True:
+            doc = self._get(loop, path, params) or {}
+            api_version = doc.get("apiVersion", "")
+            kind = str(doc.get("kind", "")).removesuffix("List")
+            for item in doc.get("items") or ():
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+                items.append(trim(item))
+            token = (doc.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            params["continue"] = token
+
+    # -- the snapshot ----------------------------------------------------------------------------
+
+    def collect(self, namespace: str) -> NamespaceSnapshot:
+        started = time.monotonic()
+        observed_at = self.clock()
+        namespace_object = self._read_namespace(namespace)
+        base = NamespaceSnapshot(
+            cluster=self.cluster, namespace=namespace, observed_at=observed_at, namespace_object=namespace_object
+        )
+        if namespace_object is None or deletion_time(namespace_object) is None:
+            return base
+        run = _Run(self, namespace, started + self.options.deadline)
+        return run.collect(base)
+
+    def _read_namespace(self, namespace: str) -> KubeObject | None:
+        host = self.transport.connection.host
+        try:
+            doc = self.transport.get(f"/api/v1/namespaces/{quote(namespace)}", timeout=self.options.call_timeout)
+        except CallError as e:
+            if e.status == 404:
+                return None
+            if e.status in (401, 403):
+                raise ClusterUnreachableError(
+                    f"cluster {self.cluster!r} ({host}) refuses our credentials: {e.message}"
+                ) from None
+            raise ClusterUnreachableError(f"cluster {self.cluster!r} ({host}) is unreachable: {e.message}") from None
+        return trim(doc) if isinstance(doc, dict) else None
+
+
+class _Run:
+    """The state of one collection: results so far, gaps, and what follows from what."""
+
+    def __init__(self, collector: Collector, namespace: str, deadline: float) -> None:
+        self.c = collector
+        self.namespace = namespace
+        self.deadline = deadline
+        self.gaps: list[Gap] = []
+        self.group_versions: dict[str, GroupVersionStatus] = {}
+        self.resource_types: list[ResourceType] = []
+        self.contents: dict[str, tuple[KubeObject, ...]] = {}
+        self.apiservices: list[KubeObject] = []
+        self.webhooks: list[KubeObject] = []
+        self.crds: list[KubeObject] = []
+        self.workloads: list[KubeObject] = []
+        self.services: dict[tuple[str, str], KubeObject] = {}
+        self.slices: list[KubeObject] = []
+        self.endpoints: list[KubeObject] = []
+        self.backend_pods: dict[str, KubeObject] = {}
+        self.nodes: dict[str, KubeObject | None] = {}
+        self.preferred: dict[str, str] = {"": "v1"}
+        self.requested_services: set[tuple[str, str]] = set()
+        self.requested_nodes: set[str] = set()
+        self.discovery_errors: dict[str, CallError] = {}
+        self.crds_loaded = False
+        self.fallback_done: set[str] = set()
+        # group versions whose every CRD type was listed although discovery failed
+        self.fallback_complete: dict[str, bool] = {}
+
+    def gap(self, what: str) -> Callable[[CallError], None]:
+        def record(error: CallError) -> None:
+            self.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+        return record
+
+    def collect(self, base: NamespaceSnapshot) -> NamespaceSnapshot:
+        opts = self.c.options
+        with ThreadPoolExecutor(max_workers=opts.workers, thread_name_prefix="nsstuck-collect") as pool:
+            loop = _Loop(pool, self.deadline)
+            self.loop = loop
+            loop.add(
+                "discovery of /api",
+                lambda: self.c._get(loop, "/api"),
+                self._on_core_versions,
+                self.gap("discovery of /api"),
+            )
+            loop.add(
+                "discovery of /apis",
+                lambda: self.c._get(loop, "/apis"),
+                self._on_groups,
+                self.gap("discovery of /apis"),
+            )
+            loop.add(
+                "list apiservices",
+                lambda: self.c._list(loop, "/apis/apiregistration.k8s.io/v1/apiservices"),
+                self._on_apiservices,
+                self.gap("list apiservices (cluster-wide)"),
+            )
+            for path, kind in _WEBHOOKS:
+                loop.add(path, partial(self.c._list, loop, path), self._on_webhooks(kind), self.gap(f"list {kind}s"))
+            loop.add(
+                "list customresourcedefinitions",
+                lambda: self.c._list(loop, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+                self._on_crds,
+                self.gap("list customresourcedefinitions"),
+            )
+            for path, kind in _WORKLOADS:
+                loop.add(
+                    path,
+                    partial(self.c._list, loop, path),
+                    self._on_workloads(kind),
+                    self.gap(f"list {kind.lower()}s (cluster-wide workloads)"),
+                )
+            late = loop.run()
+            pool.shutdown(wait=False, cancel_futures=True)
+        for label in late:
+            self.gaps.append(Gap(what=label, reason="timeout", detail=f"not finished within {opts.deadline:g}s"))
+        for gv, error in self.discovery_errors.items():
+            if self.fallback_complete.get(gv) or gv.rpartition("/")[0] in STATELESS_GROUPS:
+                continue  # nothing of it can be missing from our picture of the namespace
+            self.gaps.append(Gap(what=f"resources of {gv}", reason=_reason(error), detail=f"discovery failed: {error}"))
+        return NamespaceSnapshot(
+            cluster=base.cluster,
+            namespace=base.namespace,
+            observed_at=base.observed_at,
+            namespace_object=base.namespace_object,
+            group_versions=tuple(sorted(self.group_versions.values(), key=lambda g: g.group_version)),
+            resource_types=tuple(sorted(self.resource_types, key=lambda t: t.key)),
+            contents=dict(sorted(self.contents.items())),
+            apiservices=tuple(self.apiservices),
+            services=tuple(self.services[k] for k in sorted(self.services)),
+            endpoint_slices=tuple(self.slices),
+            endpoints=tuple(self.endpoints),
+            backend_pods=tuple(self.backend_pods[k] for k in sorted(self.backend_pods)),
+            webhook_configurations=tuple(self.webhooks),
+            crds=tuple(self.crds),
+            nodes=dict(sorted(self.nodes.items())),
+            workloads=tuple(self.workloads),
+            gaps=tuple(sorted(self.gaps, key=lambda g: (g.what, g.reason))),
+        )
+
+    # -- discovery -------------------------------------------------------------------------------
+
+    def _discover(self, path: str, group_version: str) -> None:
+        loop = self.loop
+
+        def failed(error: CallError) -> None:
+            raw = error.body if error.body and not error.body.lstrip().startswith("{") else None
+            self.group_versions[group_version] = GroupVersionStatus(
+                group_version, available=False, status_code=error.status, error=error.message, body=raw
+            )
+            self.discovery_errors[group_version] = error
+            self._fallback_to_crds(group_version)
+
+        loop.add(
+            f"discovery of {group_version}",
+            lambda: self.c._get(loop, path),
+            lambda doc: self._on_resources(group_version, doc),
+            failed,
+        )
+
+    def _on_core_versions(self, doc: Any) -> None:
+        for version in (doc or {}).get("versions") or ():
+            self._discover(f"/api/{version}", str(version))
+
+    def _on_groups(self, doc: Any) -> None:
+        for group in (doc or {}).get("groups") or ():
+            name = str(group.get("name", ""))
+            preferred = (group.get("preferredVersion") or {}).get("version")
+            versions = [str(v.get("version")) for v in group.get("versions") or ()]
+            if preferred or versions:
+                self.preferred[name] = str(preferred or versions[0])
+            for version in versions:
+                self._discover(f"/apis/{name}/{version}", f"{name}/{version}")
+
+    def _on_resources(self, group_version: str, doc: Any) -> None:
+        self.group_versions[group_version] = GroupVersionStatus(group_version, available=True, status_code=200)
+        group, _, version = group_version.rpartition("/")
+        if self.preferred.get(group) != version:
+            return
+        for resource in (doc or {}).get("resources") or ():
+            name = str(resource.get("name", ""))
+            verbs = tuple(str(v) for v in resource.get("verbs") or ())
+            if "/" in name or not resource.get("namespaced") or "list" not in verbs:
+                continue
+            rtype = ResourceType(group, version, name, str(resource.get("kind", "")), True, verbs)
+            self.resource_types.append(rtype)
+            base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+            path = f"{base}/namespaces/{quote(self.namespace)}/{name}"
+            self.loop.add(
+                f"list {rtype.key}",
+                partial(self.c._list, self.loop, path),
+                partial(self._on_contents, rtype),
+                self._content_failed(rtype),
+            )
+
+    def _content_failed(self, rtype: ResourceType) -> Callable[[CallError], None]:
+        def failed(error: CallError) -> None:
+            if error.status in (404, 405):
+                return  # the type went away or cannot be listed: nothing of it can hold the namespace
+            self.gaps.append(
+                Gap(what=f"list {rtype.key} in {self.namespace}", reason=_reason(error), detail=error.message)
+            )
+
+        return failed
+
+    def _on_contents(self, rtype: ResourceType, items: list[KubeObject]) -> None:
+        if items:
+            self.contents[rtype.key] = tuple(items)
+        if rtype.key == "pods":
+            for pod in items:
+                node = (pod.get("spec") or {}).get("nodeName")
+                if node and deletion_time(pod) is not None and node not in self.requested_nodes:
+                    self.requested_nodes.add(node)
+                    self.loop.add(
+                        f"get node {node}",
+                        partial(self.c._get, self.loop, f"/api/v1/nodes/{quote(node)}"),
+                        partial(self._on_node, node),
+                        self._node_failed(node),
+                    )
+
+    def _on_node(self, node: str, obj: KubeObject) -> None:
+        self.nodes[node] = trim(obj)
+
+    def _node_failed(self, node: str) -> Callable[[CallError], None]:
+        def failed(error: CallError) -> None:
+            if error.status == 404:
+                self.nodes[node] = None
+            else:
+                self.gaps.append(Gap(what=f"get node {node}", reason=_reason(error), detail=error.message))
+
+        return failed
+
+    # -- cluster-wide context --------------------------------------------------------------------
+
+    def _on_apiservices(self, items: list[KubeObject]) -> None:
+        self.apiservices = items
+        for item in items:
+            service = (item.get("spec") or {}).get("service") or {}
+            if service:
+                self._follow_service(str(service.get("namespace", "")), str(service.get("name", "")))
+
+    def _on_webhooks(self, kind: str) -> Callable[[list[KubeObject]], None]:
+        def handle(items: list[KubeObject]) -> None:
+            for item in items:
+                item["kind"] = kind
+                self.webhooks.append(item)
+                for webhook in item.get("webhooks") or ():
+                    service = (webhook.get("clientConfig") or {}).get("service") or {}
+                    if service:
+                        self._follow_service(str(service.get("namespace", "")), str(service.get("name", "")))
+
+        return handle
+
+    def _fallback_to_crds(self, group_version: str) -> None:
+        """Discovery of a group version failed: list the types its CRDs define anyway.
+
+        The namespace controller cannot (it goes by discovery), but our evidence can: the objects
+        of those types are what the failing group would hide.
+        """
+        if not self.crds_loaded or group_version in self.fallback_done:
+            return
+        self.fallback_done.add(group_version)
+        group, _, version = group_version.rpartition("/")
+        types = []
+        for crd in self.crds:
+            spec = crd.get("spec") or {}
+            served = [v.get("name") for v in spec.get("versions") or () if v.get("served", True)]
+            if spec.get("group") != group or version not in served or spec.get("scope") != "Namespaced":
+                continue
+            names = spec.get("names") or {}
+            types.append(
+                ResourceType(group, version, str(names.get("plural")), str(names.get("kind")), True, ("list",))
+            )
+        if not types:
+            return
+        self.fallback_complete[group_version] = True
+        for rtype in types:
+            self.resource_types.append(rtype)
+            path = f"/apis/{group}/{version}/namespaces/{quote(self.namespace)}/{rtype.resource}"
+
+            def failed(error: CallError, t: ResourceType = rtype) -> None:
+                self.fallback_complete[group_version] = False
+                self._content_failed(t)(error)
+
+            self.loop.add(
+                f"list {rtype.key}", partial(self.c._list, self.loop, path), partial(self._on_contents, rtype), failed
+            )
+
+    def _on_crds(self, items: list[KubeObject]) -> None:
+        self.crds_loaded = True
+        for item in items:
+            crd = trim_crd(item)
+            self.crds.append(crd)
+            conversion = (crd.get("spec") or {}).get("conversion") or {}
+            service = (((conversion.get("webhook") or {}).get("clientConfig")) or {}).get("service") or {}
+            if conversion.get("strategy") == "Webhook" and service:
+                self._follow_service(str(service.get("namespace", "")), str(service.get("name", "")))
+        for group_version in list(self.discovery_errors):
+            self._fallback_to_crds(group_version)
+
+    def _on_workloads(self, kind: str) -> Callable[[list[KubeObject]], None]:
+        def handle(items: list[KubeObject]) -> None:
+            self.workloads.extend(trim_workload(i, kind) for i in items)
+
+        return handle
+
+    def _follow_service(self, namespace: str, name: str) -> None:
+        """Service -> EndpointSlices (or Endpoints) and the pods its selector picks."""
+        key = (namespace, name)
+        if not namespace or not name or key in self.requested_services:
+            return
+        self.requested_services.add(key)
+        loop = self.loop
+        ns = quote(namespace)
+        selector = f"kubernetes.io/service-name={name}"
+
+        def on_service(obj: Any) -> None:
+            obj.setdefault("apiVersion", "v1")
+            obj.setdefault("kind", "Service")
+            self.services[key] = trim(obj)
+            pod_selector = (obj.get("spec") or {}).get("selector") or {}
+            if pod_selector:
+                label_selector = ",".join(f"{k}={v}" for k, v in sorted(pod_selector.items()))
+                loop.add(
+                    f"list pods of service {namespace}/{name}",
+                    lambda: self.c._list(loop, f"/api/v1/namespaces/{ns}/pods", {"labelSelector": label_selector}),
+                    lambda pods: self.backend_pods.update({f"{namespace}/{meta(p).get('name')}": p for p in pods}),
+                    self.gap(f"list pods of service {namespace}/{name}"),
+                )
+
+        def optional(what: str) -> Callable[[CallError], None]:
+            # a missing object or API (old clusters have no EndpointSlices) is evidence, not a gap
+            return lambda e: None if e.status == 404 else self.gap(what)(e)
+
+        loop.add(
+            f"get service {namespace}/{name}",
+            lambda: self.c._get(loop, f"/api/v1/namespaces/{ns}/services/{quote(name)}"),
+            on_service,
+            optional(f"get service {namespace}/{name}"),
+        )
+        loop.add(
+            f"list endpointslices of service {namespace}/{name}",
+            lambda: self.c._list(
+                loop, f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", {"labelSelector": selector}
+            ),
+            self.slices.extend,
+            optional(f"list endpointslices of service {namespace}/{name}"),
+        )
+        loop.add(
+            f"get endpoints {namespace}/{name}",
+            lambda: self.c._get(loop, f"/api/v1/namespaces/{ns}/endpoints/{quote(name)}"),
+            lambda obj: self.endpoints.append(trim(obj)),
+            optional(f"get endpoints {namespace}/{name}"),
+        )
