@@ -42,9 +42,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_incidents")),
         sa.UniqueConstraint("cluster", "namespace_uid", name=op.f("uq_incidents_cluster_namespace_uid")),
     )
-    op.create_index(
-        op.f("ix_incidents_cluster_namespace_status"), "incidents", ["cluster", "namespace", "status"]
-    )
+    op.create_index(op.f("ix_incidents_cluster_namespace_status"), "incidents", ["cluster", "namespace", "status"])
     op.create_index(op.f("ix_incidents_status_first_seen_at"), "incidents", ["status", "first_seen_at"])
 
     op.create_table(
@@ -63,9 +61,7 @@ def upgrade() -> None:
         sa.Column("report", sa.JSON().with_variant(postgresql.JSONB(), "postgresql"), nullable=False),
         sa.Column("snapshot", sa.LargeBinary(), nullable=True),
         sa.Column("created_at", Timestamp, nullable=False),
-        sa.CheckConstraint(
-            "state IN ('terminating', 'active', 'not_found')", name=op.f("ck_diagnoses_state")
-        ),
+        sa.CheckConstraint("state IN ('terminating', 'active', 'not_found')", name=op.f("ck_diagnoses_state")),
         sa.CheckConstraint("trigger IN ('slack', 'schedule', 'cli')", name=op.f("ck_diagnoses_trigger")),
         sa.ForeignKeyConstraint(
             ["incident_id"],
