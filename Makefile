@@ -7,7 +7,7 @@ CONSTRAINTS := requirements/constraints.txt
 NSSTUCK_CONFIG ?= $(if $(wildcard config/nsstuck.yaml),config/nsstuck.yaml,config/nsstuck.example.yaml)
 export NSSTUCK_CONFIG
 
-.PHONY: install run test lint pytest lock clean
+.PHONY: install run test lint pytest lock clean bench
 
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -41,3 +41,7 @@ lock: install
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+
+## benchmarks with their baselines measured in the same run (see bench/)
+bench: install
+	PYTHONPATH=. $(BIN)/python -m bench.diagnose --json bench/out/diagnose.json

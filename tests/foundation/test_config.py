@@ -227,7 +227,10 @@ def test_secrets_never_show_in_settings_repr() -> None:
     assert settings.slack_bot_token.get_secret_value() == "xoxb-very-secret"
 
 
-def test_settings_defaults_follow_the_contract() -> None:
+def test_settings_defaults_follow_the_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the process environment must not leak into settings built from an explicit mapping
+    monkeypatch.setenv("NSSTUCK_CONFIG", "elsewhere.yaml")
+    monkeypatch.setenv("NSSTUCK_HTTP_PORT", "9999")
     settings = load_settings({})
     assert settings.database_url == "sqlite:///nsstuck.db"
     assert settings.config_path == Path("config/nsstuck.yaml")
