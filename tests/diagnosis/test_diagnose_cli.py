@@ -137,3 +137,15 @@ def test_parse_conditions_reads_counts_and_webhooks() -> None:
     assert facts.finalizers_remaining == {"kiali.io/finalizer": 1}
     assert facts.failing_webhooks == ("v.example.com",)
     assert parse_conditions({"status": {}}).present is False
+
+
+def test_a_registered_cluster_is_selected_by_name(kube_emulator: Emulator, tmp_path: Path) -> None:
+    _namespace(kube_emulator, "ddd", delete=True)
+    kube_emulator.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod-ctx")
+    config = tmp_path / "nsstuck.yaml"
+    config.write_text("clusters:\n  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n    context: prod-ctx\n")
+    result = run_nsstuck("diagnose", "ddd", "--cluster", "prod-eu", "--json", env={"NSSTUCK_CONFIG": str(config)})
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["cluster"] == "prod-eu"
+    assert report["findings"][0]["cause"] == "orphaned_finalizer"
