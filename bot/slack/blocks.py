@@ -1,0 +1,174 @@
+"""Block Kit messages for a diagnosis: a one-line verdict for the channel, the full report for its
+thread. Pure functions of the Diagnosis; everything from the cluster is escaped.
+
+Slack's limits (the brief, section 7): 3,000 characters per section, 50 blocks per message, and an
+undocumented aggregate of about 13k characters of blocks per message. Long lists are never cut:
+they are split over several sections, and the sections over as many thread messages as needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
+from bot.slack.text import clip, code, escape
+
+SECTION_LIMIT = 3000
+MAX_BLOCKS = 45  # below the 50 allowed, for the context blocks we may append
+MAX_CHARS = 11_000  # below the ~13k aggregate Slack enforces
+LINE_LIMIT = 400
+
+Block = dict[str, Any]
+
+_RISK = {
+    Risk.NONE: "safe",
+    Risk.LOW: "low risk",
+    Risk.MEDIUM: ":warning: medium risk",
+    Risk.HIGH: ":rotating_light: high risk",
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    text: str  # the notification and accessibility fallback
+    blocks: tuple[Block, ...]
+
+
+def human_seconds(seconds: int) -> str:
+    days, rest = divmod(max(0, seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    return f"{minutes}m" if minutes else f"{max(0, seconds)}s"
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, SECTION_LIMIT)}}
+
+
+def _context(text: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text, SECTION_LIMIT)}]}
+
+
+def _sections(title: str, lines: list[str]) -> list[Block]:
+    """A titled list as as many sections as it takes, every line kept (clipped if absurdly long)."""
+    blocks: list[Block] = []
+    current = f"*{title}*"
+    for raw in lines:
+        line = clip(raw, LINE_LIMIT)
+        if len(current) + 1 + len(line) > SECTION_LIMIT:
+            blocks.append(_section(current))
+            current = f"*{title} (continued)*"
+        current += "\n" + line
+    blocks.append(_section(current))
+    return blocks
+
+
+def where(diagnosis: Diagnosis) -> str:
+    return f"*{escape(diagnosis.cluster)}* / *{escape(diagnosis.namespace)}*"
+
+
+def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None) -> Message:
+    """The short message in the channel: state, cause, how long it has been terminating."""
+    place = where(diagnosis)
+    plain = f"{diagnosis.cluster}/{diagnosis.namespace}"
+    if diagnosis.state is NamespaceState.NOT_FOUND:
+        line, text = f":white_check_mark: {place}: no such namespace (already gone?)", f"{plain}: not found"
+    elif diagnosis.state is NamespaceState.ACTIVE:
+        line, text = f":large_green_circle: {place} is Active, not being deleted", f"{plain}: active"
+    else:
+        age = human_seconds(diagnosis.terminating_for_seconds or 0)
+        blocking = [f for f in diagnosis.findings if f.blocking]
+        if blocking:
+            cause = blocking[0].cause.value
+            line = (
+                f":red_circle: {place} is *stuck*, Terminating for *{age}*\n"
+                f"*Cause:* {code(cause)}: {escape(blocking[0].summary)}"
+            )
+            text = f"{plain}: stuck ({cause}), Terminating for {age}"
+        else:
+            line = f":large_yellow_circle: {place} is Terminating for *{age}*: still deleting content, not stuck yet"
+            text = f"{plain}: Terminating for {age}, not stuck yet"
+    notes = []
+    if requested_by:
+        notes.append(f"asked by <@{escape(requested_by)}>")
+    if not diagnosis.complete:
+        notes.append(":warning: incomplete evidence")
+    if diagnosis.findings:
+        notes.append("details in the thread")
+    blocks = [_section(line)]
+    if notes:
+        blocks.append(_context(" · ".join(notes)))
+    return Message(text=text, blocks=tuple(blocks))
+
+
+def _remedy_lines(remedy: Remedy, index: int) -> list[str]:
+    approval = ", needs approval" if remedy.requires_approval else ""
+    lines = [f"{index}. [{_RISK[remedy.risk]}{approval}] {escape(remedy.description)}"]
+    lines.extend(f"      {code(command)}" for command in remedy.commands)
+    lines.extend(f"      leaves behind: {escape(item)}" for item in remedy.leaves_behind)
+    return lines
+
+
+def _finding_blocks(number: int, finding: Finding) -> list[Block]:
+    flag = "blocking" if finding.blocking else "not blocking"
+    blocks = [_section(f"*{number}. {code(finding.cause.value)}* ({flag}): {escape(finding.summary)}")]
+    if finding.evidence:
+        blocks.extend(_sections("Evidence", [f"• {escape(e)}" for e in finding.evidence]))
+    if finding.objects:
+        objects = [
+            f"• {code(o.display)}" + (f" in {code(o.namespace)}" if o.namespace else "") for o in finding.objects
+        ]
+        blocks.extend(_sections(f"Objects ({len(objects)})", objects))
+    if finding.remedies:
+        lines = [line for i, r in enumerate(finding.remedies, 1) for line in _remedy_lines(r, i)]
+        blocks.extend(_sections("Remedies, safest first", lines))
+    blocks.append({"type": "divider"})
+    return blocks
+
+
+def report(diagnosis: Diagnosis) -> list[Message]:
+    """The full report as thread messages, each within Slack's limits."""
+    blocks: list[Block] = []
+    if not diagnosis.complete:
+        gaps = [f"• {escape(str(g))}" for g in diagnosis.gaps]
+        blocks.extend(_sections(":warning: Incomplete evidence, so no force-finalize is offered", gaps))
+    for number, finding in enumerate(diagnosis.findings, 1):
+        blocks.extend(_finding_blocks(number, finding))
+    if not blocks:
+        blocks.append(_section("Nothing holds this namespace."))
+    messages: list[list[Block]] = [[]]
+    size = 0
+    for block in blocks:
+        length = _length(block)
+        if messages[-1] and (len(messages[-1]) >= MAX_BLOCKS or size + length > MAX_CHARS):
+            messages.append([])
+            size = 0
+        messages[-1].append(block)
+        size += length
+    total = len(messages)
+    out = []
+    for index, packed in enumerate(messages, 1):
+        chunk = packed[:-1] if packed and packed[-1].get("type") == "divider" else packed
+        if total > 1:
+            chunk = [*chunk, _context(f"part {index} of {total}")]
+        fallback = f"Diagnosis of {diagnosis.cluster}/{diagnosis.namespace}" + (
+            f", part {index} of {total}" if total > 1 else ""
+        )
+        out.append(Message(text=fallback, blocks=tuple(chunk)))
+    return out
+
+
+def _length(block: Block) -> int:
+    text = block.get("text") or {}
+    if isinstance(text, dict):
+        return len(str(text.get("text", "")))
+    return sum(len(str(e.get("text", ""))) for e in block.get("elements") or ())
+
+
+def ephemeral(text: str) -> Message:
+    return Message(text=text, blocks=(_section(text),))

@@ -1,0 +1,108 @@
+"""The `/nsstuck` command line: text in, a command or a short usage error out. Pure."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from bot.slack.text import code
+
+NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+SUBCOMMANDS = ("clusters", "history", "help")
+MAX_TEXT = 500
+
+USAGE = (
+    "Usage: `/nsstuck <cluster> <namespace>` to diagnose a namespace stuck in Terminating, "
+    "`/nsstuck clusters`, `/nsstuck history [<cluster> [<namespace>]]`, `/nsstuck help`."
+)
+
+
+@dataclass(frozen=True)
+class Diagnose:
+    cluster: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class ListClusters:
+    pass
+
+
+@dataclass(frozen=True)
+class History:
+    cluster: str | None = None
+    namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class Help:
+    pass
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Bad input: the message to show the caller, and nothing else happens."""
+
+    message: str
+
+
+Command = Diagnose | ListClusters | History | Help | Invalid
+
+
+def _closest(word: str, choices: list[str]) -> str | None:
+    found = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def parse(text: str, clusters: list[str]) -> Command:
+    """Parse the text after `/nsstuck`. `clusters` are the registered names (for suggestions)."""
+    if len(text) > MAX_TEXT:
+        return Invalid(f"That is too long for a command. {USAGE}")
+    words = text.split()
+    if not words:
+        return Invalid(f"Tell me what to look at. {USAGE}")
+    first = words[0].lower()
+    if first in ("help", "-h", "--help"):
+        return Help()
+    if first == "clusters":
+        return ListClusters() if len(words) == 1 else Invalid("`/nsstuck clusters` takes no arguments.")
+    if first == "history":
+        if len(words) > 3:
+            return Invalid("Usage: `/nsstuck history [<cluster> [<namespace>]]`.")
+        cluster = words[1] if len(words) > 1 else None
+        namespace = words[2] if len(words) > 2 else None
+        problem = _check_cluster(cluster, clusters) if cluster else None
+        if problem is None and namespace is not None:
+            problem = _check_namespace(namespace)
+        return Invalid(problem) if problem else History(cluster, namespace)
+    if len(words) == 1:
+        if words[0] in clusters:
+            return Invalid(f"Which namespace on {code(words[0])}? Usage: `/nsstuck {words[0]} <namespace>`.")
+        typo = _closest(first, list(SUBCOMMANDS))
+        if typo:
+            return Invalid(f"Unknown command {code(words[0])}: did you mean `/nsstuck {typo}`? {USAGE}")
+        return Invalid(f"Missing the namespace (or an unknown command {code(words[0])}). {USAGE}")
+    if len(words) > 2:
+        return Invalid(f"Too many words. {USAGE}")
+    cluster, namespace = words
+    problem = _check_cluster(cluster, clusters) or _check_namespace(namespace)
+    return Invalid(problem) if problem else Diagnose(cluster, namespace)
+
+
+def _check_cluster(name: str, clusters: list[str]) -> str | None:
+    if name in clusters:
+        return None
+    listing = ", ".join(f"`{c}`" for c in clusters) if clusters else "none are registered"
+    suggestion = _closest(name, clusters)
+    hint = f" Did you mean `{suggestion}`?" if suggestion else ""
+    return f"Unknown cluster {code(name)}.{hint} Registered clusters: {listing}."
+
+
+def _check_namespace(name: str) -> str | None:
+    if NAMESPACE_NAME.match(name):
+        return None
+    return (
+        f"{code(name)} is not a valid namespace name: at most 63 lower-case letters, digits and '-', "
+        "starting and ending with a letter or digit."
+    )
