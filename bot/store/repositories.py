@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from bot.store.models import DiagnosisRun, Incident
+from bot.store.models import DiagnosisRun, Incident, utcnow
 
 
 class IncidentRepository:
@@ -21,6 +25,46 @@ class IncidentRepository:
 
     def get(self, incident_id: int) -> Incident | None:
         return self._session.get(Incident, incident_id)
+
+    def open_for(
+        self, *, cluster: str, namespace: str, namespace_uid: str, terminating_since: datetime | None, cause: str | None
+    ) -> Incident:
+        """The incident of this namespace UID, created if needed.
+
+        Concurrent callers (retried deliveries, two replicas) converge on one row: the insert yields
+        to the unique key instead of checking first, and everyone then reads the row that won.
+        """
+        values: dict[str, Any] = {
+            "cluster": cluster,
+            "namespace": namespace,
+            "namespace_uid": namespace_uid,
+            "terminating_since": terminating_since,
+            "cause": cause,
+            "status": "open",
+        }
+        dialect = self._session.get_bind().dialect.name
+        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        now = utcnow()
+        statement = insert(Incident).values(first_seen_at=now, created_at=now, updated_at=now, **values)
+        self._session.execute(statement.on_conflict_do_nothing(index_elements=["cluster", "namespace_uid"]))
+        incident = self.by_namespace_uid(cluster, namespace_uid)
+        if incident is None:  # pragma: no cover - the row exists after the insert above
+            raise RuntimeError("incident vanished after insert")
+        self._session.refresh(incident)
+        return incident
+
+    def claim_thread(self, incident_id: int, channel: str, thread_ts: str) -> tuple[str, str]:
+        """Attach a Slack thread unless one is attached already; returns the incident's thread."""
+        self._session.execute(
+            update(Incident)
+            .where(Incident.id == incident_id, Incident.slack_thread_ts.is_(None))
+            .values(slack_channel=channel, slack_thread_ts=thread_ts)
+        )
+        incident = self._session.get(Incident, incident_id)
+        if incident is None:
+            raise LookupError(f"no incident {incident_id}")
+        self._session.refresh(incident)
+        return str(incident.slack_channel), str(incident.slack_thread_ts)
 
     def by_namespace_uid(self, cluster: str, namespace_uid: str) -> Incident | None:
         query = select(Incident).where(Incident.cluster == cluster, Incident.namespace_uid == namespace_uid)

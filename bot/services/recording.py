@@ -1,0 +1,74 @@
+"""Recording a diagnosis: its incident (one per namespace UID), the run, the report and the snapshot."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+
+from bot.domain.findings import NamespaceState
+from bot.domain.snapshot import NamespaceSnapshot
+from bot.services.diagnosing import DiagnosisResult
+from bot.store.database import Database
+from bot.store.models import DiagnosisRun
+
+
+@dataclass(frozen=True)
+class Recorded:
+    run_id: int
+    incident_id: int | None
+    # the Slack thread the incident already lives in, if any
+    slack_channel: str | None = None
+    slack_thread_ts: str | None = None
+
+
+def compress_snapshot(snapshot: NamespaceSnapshot) -> bytes:
+    return zlib.compress(json.dumps(snapshot.to_json(), separators=(",", ":"), default=str).encode(), 6)
+
+
+def decompress_snapshot(data: bytes) -> NamespaceSnapshot:
+    return NamespaceSnapshot.from_json(json.loads(zlib.decompress(data)))
+
+
+def record(db: Database, result: DiagnosisResult, *, trigger: str, requested_by: str) -> Recorded:
+    """Commit the run (and its incident, for a terminating namespace) before anything is posted."""
+    diagnosis = result.diagnosis
+    with db.unit_of_work() as uow:
+        incident = None
+        if diagnosis.state is NamespaceState.TERMINATING and diagnosis.namespace_uid:
+            incident = uow.incidents.open_for(
+                cluster=diagnosis.cluster,
+                namespace=diagnosis.namespace,
+                namespace_uid=diagnosis.namespace_uid,
+                terminating_since=diagnosis.deletion_timestamp,
+                cause=diagnosis.cause.value if diagnosis.cause else None,
+            )
+            incident.cause = diagnosis.cause.value if diagnosis.cause else incident.cause
+        run = uow.diagnoses.add(
+            DiagnosisRun(
+                incident_id=incident.id if incident else None,
+                cluster=diagnosis.cluster,
+                namespace=diagnosis.namespace,
+                trigger=trigger,
+                requested_by=requested_by,
+                started_at=diagnosis.observed_at,
+                duration_ms=result.duration_ms,
+                state=diagnosis.state.value,
+                cause=diagnosis.cause.value if diagnosis.cause else None,
+                complete=diagnosis.complete,
+                report=diagnosis.to_json(),
+                snapshot=compress_snapshot(result.snapshot),
+            )
+        )
+        return Recorded(
+            run_id=run.id,
+            incident_id=incident.id if incident else None,
+            slack_channel=incident.slack_channel if incident else None,
+            slack_thread_ts=incident.slack_thread_ts if incident else None,
+        )
+
+
+def attach_thread(db: Database, incident_id: int, channel: str, thread_ts: str) -> tuple[str, str]:
+    """The incident's thread: this one, unless another post attached one first."""
+    with db.unit_of_work() as uow:
+        return uow.incidents.claim_thread(incident_id, channel, thread_ts)
