@@ -93,6 +93,34 @@ def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
+    settings = ctx.settings
+    config = ctx.config
+    if settings.slack_bot_token is None:
+        raise ConfigError("environment", "SLACK_BOT_TOKEN", "required by serve (the bot token, xoxb-...)")
+    if settings.slack_app_token is None and settings.slack_signing_secret is None:
+        raise ConfigError(
+            "environment", "SLACK_SIGNING_SECRET", "required in HTTP mode (or set SLACK_APP_TOKEN for Socket Mode)"
+        )
+    from bot.store import migrating
+    from bot.store.database import Database
+
+    current, head = migrating.current_revision(settings.database_url), migrating.head_revision()
+    if current != head:
+        raise ConfigError(
+            "environment",
+            "NSSTUCK_DATABASE_URL",
+            f"the database schema is at {current or 'nothing'}, not {head}: run `nsstuck db upgrade` first",
+        )
+    from bot.slack.app import Bot, Deps
+    from bot.slack.server import serve
+
+    bot = Bot(Deps(settings=settings, config=config, config_path=ctx.config_path, db=Database(settings.database_url)))
+    app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
+    serve(bot, port=settings.http_port, app_token=app_token)
+    return 0
+
+
 def cmd_db_upgrade(args: argparse.Namespace, ctx: Context) -> int:
     from bot.store import migrating
     from bot.store.database import redact_url
@@ -208,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the Slack bot (Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on "
         "NSSTUCK_HTTP_PORT), the scheduler, and /healthz, /readyz, /metrics.",
     )
-    serve.set_defaults(handler=_not_built("serve"))
+    serve.set_defaults(handler=cmd_serve)
 
     diagnose = commands.add_parser(
         "diagnose",

@@ -1,0 +1,193 @@
+"""The Bolt app: a thin factory, the /nsstuck listener, and posting through the per-channel pacer.
+
+The listener acknowledges at once (Slack allows 3 s, and a cluster may take longer) and hands the
+diagnosis to an executor of its own. The report is committed to the database before anything is
+posted, so that a Slack outage loses nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from slack_bolt import Ack, App, BoltResponse, Respond
+from slack_bolt.error import BoltError
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
+
+from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
+from bot.kube.connecting import ClusterTarget
+from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
+from bot.services.recording import attach_thread, record
+from bot.settings import AppConfig, Settings
+from bot.slack import blocks, parsing
+from bot.slack.metrics import Metrics
+from bot.slack.pacing import ChannelPacer, RateLimited, Transient
+from bot.slack.text import code, escape
+from bot.store.database import Database
+
+log = logging.getLogger(__name__)
+
+Diagnoser = Callable[[ClusterTarget, str], DiagnosisResult]
+
+HELP = (
+    "*nsstuck* finds out why a namespace is stuck in Terminating.\n"
+    "• `/nsstuck <cluster> <namespace>`: diagnose it; the verdict goes to this channel, the evidence and "
+    "the remedies (safest first) to its thread\n"
+    "• `/nsstuck clusters`: the clusters you can name here\n"
+    "• `/nsstuck history [<cluster> [<namespace>]]`: past incidents\n"
+    "• `/nsstuck help`: this message"
+)
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    config: AppConfig
+    config_path: Path
+    db: Database
+    diagnoser: Diagnoser = diagnose_namespace
+
+
+class Bot:
+    """The Slack bot: Bolt app, Web API client, posting pacer, diagnosis executor, metrics."""
+
+    def __init__(self, deps: Deps, *, client: WebClient | None = None, workers: int = 16) -> None:
+        settings = deps.settings
+        if settings.slack_bot_token is None:
+            raise NsstuckError("SLACK_BOT_TOKEN is not set")
+        self.deps = deps
+        self.metrics = Metrics()
+        self.client = client or WebClient(
+            token=settings.slack_bot_token.get_secret_value(),
+            base_url=settings.slack_api_url,
+            retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2)],
+        )
+        self.pacer = ChannelPacer()
+        self.work = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
+        secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
+        try:  # Bolt calls auth.test here: a bad token or an unreachable Slack fails now, clearly
+            self.app = App(
+                client=self.client,
+                signing_secret=secret,
+                listener_executor=ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-listener"),
+                request_verification_enabled=secret is not None,
+            )
+        except SlackApiError as e:
+            raise ConfigError(
+                "environment", "SLACK_BOT_TOKEN", f"Slack refused it ({e.response.get('error')})"
+            ) from None
+        except (BoltError, OSError) as e:
+            raise NsstuckError(
+                f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}"
+            ) from None
+        self.app.command("/nsstuck")(self._on_command)
+        self.app.error(self._on_error)
+
+    def close(self) -> None:
+        self.work.shutdown(wait=True, cancel_futures=False)
+        self.pacer.close()
+
+    # -- the slash command -----------------------------------------------------------------------
+
+    def _on_command(self, ack: Ack, command: dict[str, Any], respond: Respond) -> None:
+        config = self.deps.config
+        parsed = parsing.parse(str(command.get("text") or ""), config.cluster_names)
+        kind = type(parsed).__name__.lower()
+        self.metrics.commands.labels(kind=kind).inc()
+        if isinstance(parsed, parsing.Invalid):
+            ack(text=parsed.message)
+            return
+        if isinstance(parsed, parsing.Help):
+            ack(text=HELP)
+            return
+        channel = str(command.get("channel_id") or "")
+        if isinstance(parsed, parsing.ListClusters):
+            ack(text=self._clusters_text(channel))
+            return
+        if isinstance(parsed, parsing.History):
+            ack(text="History is not available in this version yet.")
+            return
+        cluster = config.require_cluster(parsed.cluster)
+        if cluster.channels and channel not in cluster.channels:
+            ack(text=f"Cluster {code(cluster.name)} cannot be diagnosed from this channel.")
+            return
+        ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
+        user = str(command.get("user_id") or "")
+        self.work.submit(self._diagnose_and_post, cluster.name, parsed.namespace, channel, user, respond)
+
+    def _clusters_text(self, channel: str) -> str:
+        clusters = self.deps.config.clusters
+        if not clusters:
+            return "No cluster is registered yet (see the config file's `clusters:`)."
+        lines = []
+        for cluster in clusters:
+            allowed = not cluster.channels or channel in cluster.channels
+            lines.append(f"• {code(cluster.name)}" + ("" if allowed else " (not from this channel)"))
+        return "Registered clusters:\n" + "\n".join(lines)
+
+    def _diagnose_and_post(self, cluster_name: str, namespace: str, channel: str, user: str, respond: Respond) -> None:
+        config = self.deps.config
+        target = ClusterTarget.from_config(config.require_cluster(cluster_name), self.deps.config_path)
+        with self.metrics.diagnosis_seconds.time():
+            try:
+                result = self.deps.diagnoser(target, namespace)
+            except (ClusterUnreachableError, NsstuckError) as e:
+                self.metrics.diagnoses.labels(state="error", cause="").inc()
+                respond(text=f"Could not diagnose {code(namespace)} on {code(cluster_name)}: {escape(str(e))}")
+                return
+        diagnosis = result.diagnosis
+        self.metrics.diagnoses.labels(state=diagnosis.state.value, cause=diagnosis.cause or "").inc()
+        recorded = record(self.deps.db, result, trigger="slack", requested_by=user)
+        verdict = blocks.verdict(diagnosis, requested_by=user)
+        thread = recorded.slack_thread_ts if recorded.slack_channel == channel else None
+        posted = self.post(channel, verdict, thread_ts=thread).result()
+        if thread is None:
+            thread = str(posted["ts"])
+            if recorded.incident_id is not None:
+                _, thread = attach_thread(self.deps.db, recorded.incident_id, channel, thread)
+        for message in blocks.report(diagnosis):
+            self.post(channel, message, thread_ts=thread)
+
+    # -- posting ---------------------------------------------------------------------------------
+
+    def post(self, channel: str, message: blocks.Message, *, thread_ts: str | None = None) -> Any:
+        """Queue a message for `channel` behind the ones already queued; returns a future of the response."""
+
+        def send() -> dict[str, Any]:
+            try:
+                response = self.client.chat_postMessage(
+                    channel=channel, text=message.text, blocks=list(message.blocks), thread_ts=thread_ts
+                )
+            except SlackApiError as e:
+                status = e.response.status_code
+                if status == 429:
+                    raise RateLimited(_retry_after(e)) from None
+                if status >= 500:
+                    raise Transient(f"HTTP {status}") from None
+                log.error("chat.postMessage to %s failed: %s", channel, e.response.get("error"))
+                self.metrics.posts.labels(result="error").inc()
+                raise
+            except OSError as e:
+                raise Transient(e.__class__.__name__) from None
+            self.metrics.posts.labels(result="ok").inc()
+            return dict(response.data) if isinstance(response.data, dict) else {}
+
+        return self.pacer.submit(channel, send)
+
+    def _on_error(self, error: Exception, body: dict[str, Any]) -> BoltResponse:
+        log.exception("unhandled error in a listener (type %s)", body.get("type") or body.get("command"))
+        return BoltResponse(status=500, body="")
+
+
+def _retry_after(error: SlackApiError) -> float:
+    value = (error.response.headers or {}).get("Retry-After") or (error.response.headers or {}).get("retry-after")
+    try:
+        return float(value) if value is not None else 1.0
+    except (TypeError, ValueError):
+        return 1.0
