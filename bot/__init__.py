@@ -2,7 +2,8 @@
 
 Layers (higher may import lower, never the reverse; checked by import-linter in CI):
 
-    cli | slack | scheduler      the doors
+    cli                          the console script, composition root (serve starts the doors)
+    slack | scheduler            the doors
     services                     use cases both doors share
     remediation
     diagnosis                    pure rules over a snapshot (imports only domain)

@@ -44,6 +44,8 @@ def test_contracts_are_kept() -> None:
     ("module", "line", "contract"),
     [
         ("bot/kube/__init__.py", "import bot.diagnosis\n", "Layers"),
+        ("bot/slack/__init__.py", "import bot.cli\n", "Layers"),
+        ("bot/scheduler/__init__.py", "import bot.slack\n", "Layers"),
         ("bot/diagnosis/__init__.py", "import bot.kube\n", "Diagnosis imports nothing but the domain"),
         ("bot/domain/__init__.py", "import bot.store\n", "Layers"),
         ("bot/diagnosis/__init__.py", "import bot.settings\n", "Diagnosis imports nothing but the domain"),
