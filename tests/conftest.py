@@ -20,7 +20,7 @@ from sqlalchemy import make_url
 from bot.store import migrating
 from bot.store.database import Database
 
-pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin"]
+pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin"]
 
 REPO = Path(__file__).resolve().parents[1]
 
