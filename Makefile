@@ -7,7 +7,7 @@ CONSTRAINTS := requirements/constraints.txt
 NSSTUCK_CONFIG ?= $(if $(wildcard config/nsstuck.yaml),config/nsstuck.yaml,config/nsstuck.example.yaml)
 export NSSTUCK_CONFIG
 
-.PHONY: install run test lint pytest lock clean bench
+.PHONY: install run test lint pytest lock clean bench demo
 
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -17,10 +17,11 @@ $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 
 install: $(BIN)/.installed
 
-## the main job: migrate the database and check the configuration
+## the main job: migrate the database, check the configuration, serve the Slack bot
 run: install
 	$(BIN)/nsstuck db upgrade
 	$(BIN)/nsstuck config check
+	$(BIN)/nsstuck serve
 
 ## every quality gate and the whole test suite, on SQLite and PostgreSQL
 test: install
@@ -45,3 +46,7 @@ clean:
 ## benchmarks with their baselines measured in the same run (see bench/)
 bench: install
 	PYTHONPATH=. $(BIN)/python -m bench.diagnose --json bench/out/diagnose.json
+
+## the real bot against the Slack and Kubernetes emulators, printed as a user reads it
+demo: install
+	PYTHONPATH=. $(BIN)/python scripts/demo.py
