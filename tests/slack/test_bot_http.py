@@ -6,96 +6,23 @@ cluster is the Kubernetes emulator; the assertions read what a person sees in th
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from bot.store import migrating
-from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
-from tests.fakes.slackapi.driver import HttpDriver
 from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL, SECOND_CHANNEL
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class Running:
-    process: subprocess.Popen[str]
-    url: str
-    driver: HttpDriver
-    slack: SlackEmulator
-    log: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.slack._bot import Running, running_bot
 
 
 @pytest.fixture
 def bot(slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path) -> Iterator[Running]:
-    _namespace(kube_emulator, "ddd", delete=True)
-    kube_emulator.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
-    (tmp_path / "nsstuck.yaml").write_text(
-        "clusters:\n"
-        f"  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n    channels: [{OPS_CHANNEL}]\n"
-        "  - name: unreachable\n    kubeconfig: gone.kubeconfig\n"
-    )
-    (tmp_path / "gone.kubeconfig").write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: gone\n"
-        "clusters: [{name: gone, cluster: {server: 'http://127.0.0.1:1'}}]\n"
-        "users: [{name: u, user: {token: kube-secret-token-777}}]\n"
-        "contexts: [{name: gone, context: {cluster: gone, user: u}}]\n"
-    )
-    database = f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(database)
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
-    env.update(
-        {
-            "NSSTUCK_CONFIG": str(tmp_path / "nsstuck.yaml"),
-            "NSSTUCK_DATABASE_URL": database,
-            "NSSTUCK_HTTP_PORT": str(port),
-            "NSSTUCK_SLACK_API_URL": slack_emulator.api_url,
-            "SLACK_BOT_TOKEN": slack_emulator.bot_token,
-            "SLACK_SIGNING_SECRET": slack_emulator.signing_secret,
-        }
-    )
-    log = tmp_path / "bot.log"
-    with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "serve"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, text=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the bot did not start:\n{log.read_text()}") from None
-            time.sleep(0.1)
-    running = Running(process, url, slack_emulator.http_driver(f"{url}/slack/events"), slack_emulator, log)
-    try:
+    with running_bot(slack_emulator, kube_emulator, tmp_path) as running:
         yield running
-    finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=20)
-        assert code == 0, f"serve exited {code} on SIGTERM:\n{log.read_text()}"
 
 
 def test_a_diagnosis_posts_the_verdict_and_the_report_in_its_thread(bot: Running) -> None:
