@@ -355,6 +355,8 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="NSSTUCK_SLACK_API_URL")
     http_port: int = Field(default=3000, ge=1, le=65535, validation_alias="NSSTUCK_HTTP_PORT")
+    # seconds between two posts to one channel (Slack allows about one per second)
+    slack_post_interval: float = Field(default=1.0, gt=0, le=60, validation_alias="NSSTUCK_SLACK_POST_INTERVAL")
 
     @classmethod
     def settings_customise_sources(

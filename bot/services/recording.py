@@ -72,3 +72,12 @@ def attach_thread(db: Database, incident_id: int, channel: str, thread_ts: str) 
     """The incident's thread: this one, unless another post attached one first."""
     with db.unit_of_work() as uow:
         return uow.incidents.claim_thread(incident_id, channel, thread_ts)
+
+
+def current_thread(db: Database, incident_id: int) -> tuple[str, str] | None:
+    """The Slack thread the incident lives in, if one is attached yet."""
+    with db.unit_of_work() as uow:
+        incident = uow.incidents.get(incident_id)
+        if incident is None or incident.slack_channel is None or incident.slack_thread_ts is None:
+            return None
+        return incident.slack_channel, incident.slack_thread_ts

@@ -8,6 +8,7 @@ posted, so that a Slack outage loses nothing.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
-from bot.services.recording import attach_thread, record
+from bot.services.recording import attach_thread, current_thread, record
 from bot.settings import AppConfig, Settings
 from bot.slack import blocks, parsing
 from bot.slack.metrics import Metrics
@@ -68,7 +69,11 @@ class Bot:
             base_url=settings.slack_api_url,
             retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2)],
         )
-        self.pacer = ChannelPacer()
+        self.pacer = ChannelPacer(interval=settings.slack_post_interval)
+        # diagnoses of one incident in this process post one after the other, so that the first
+        # verdict's thread is known before the next one decides where to post
+        self._incident_locks: dict[int, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
         self.work = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         try:  # Bolt calls auth.test here: a bad token or an unreachable Slack fails now, clearly
@@ -145,14 +150,21 @@ class Bot:
         self.metrics.diagnoses.labels(state=diagnosis.state.value, cause=diagnosis.cause or "").inc()
         recorded = record(self.deps.db, result, trigger="slack", requested_by=user)
         verdict = blocks.verdict(diagnosis, requested_by=user)
-        thread = recorded.slack_thread_ts if recorded.slack_channel == channel else None
-        posted = self.post(channel, verdict, thread_ts=thread).result()
-        if thread is None:
-            thread = str(posted["ts"])
-            if recorded.incident_id is not None:
-                _, thread = attach_thread(self.deps.db, recorded.incident_id, channel, thread)
-        for message in blocks.report(diagnosis):
-            self.post(channel, message, thread_ts=thread)
+        if recorded.incident_id is None:  # active or gone: the verdict says it all
+            self.post(channel, verdict)
+            return
+        with self._incident_lock(recorded.incident_id):
+            existing = current_thread(self.deps.db, recorded.incident_id)
+            thread = existing[1] if existing and existing[0] == channel else None
+            posted = self.post(channel, verdict, thread_ts=thread).result()
+            if thread is None:
+                _, thread = attach_thread(self.deps.db, recorded.incident_id, channel, str(posted["ts"]))
+            for message in blocks.report(diagnosis):
+                self.post(channel, message, thread_ts=thread)
+
+    def _incident_lock(self, incident_id: int) -> threading.Lock:
+        with self._locks_guard:
+            return self._incident_locks.setdefault(incident_id, threading.Lock())
 
     # -- posting ---------------------------------------------------------------------------------
 

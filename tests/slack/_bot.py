@@ -41,7 +41,12 @@ def _free_port() -> int:
 
 @contextmanager
 def running_bot(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, *, socket_mode: bool = False
+    slack_emulator: SlackEmulator,
+    kube_emulator: Emulator,
+    tmp_path: Path,
+    *,
+    socket_mode: bool = False,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Running]:
     """`nsstuck serve` as a child process against the two emulators, stopped with SIGTERM (must exit 0)."""
     _namespace(kube_emulator, "ddd", delete=True)
@@ -73,6 +78,7 @@ def running_bot(
     )
     if socket_mode:
         env["SLACK_APP_TOKEN"] = slack_emulator.app_token
+    env.update(extra_env or {})
     log = tmp_path / "bot.log"
     with log.open("w") as out:
         process = subprocess.Popen(
