@@ -46,6 +46,7 @@ clean:
 ## benchmarks with their baselines measured in the same run (see bench/)
 bench: install
 	PYTHONPATH=. $(BIN)/python -m bench.diagnose --json bench/out/diagnose.json
+	PYTHONPATH=. $(BIN)/python -m bench.slack --json bench/out/slack.json
 
 ## the real bot against the Slack and Kubernetes emulators, printed as a user reads it
 demo: install

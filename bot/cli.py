@@ -112,12 +112,17 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             "NSSTUCK_DATABASE_URL",
             f"the database schema is at {current or 'nothing'}, not {head}: run `nsstuck db upgrade` first",
         )
+    from bot.scheduler import running as scheduling
     from bot.slack.app import Bot, Deps
     from bot.slack.server import serve
 
     bot = Bot(Deps(settings=settings, config=config, config_path=ctx.config_path, db=Database(settings.database_url)))
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    serve(bot, port=settings.http_port, app_token=app_token)
+    scheduler = scheduling.start()  # jobs arrive with the incidents and digests issues
+    try:
+        serve(bot, port=settings.http_port, app_token=app_token)
+    finally:
+        scheduling.stop(scheduler)
     return 0
 
 

@@ -7,14 +7,8 @@ channel and thread are printed.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,9 +16,10 @@ from bot.store import migrating
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
 from tests.fakes.slackapi import SlackEmulator
+from tests.fakes.slackapi.driver import HttpDriver
 from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL, populate_workspace
+from tests.slack._bot import serve_process
 
-REPO = Path(__file__).resolve().parents[1]
 DEMO = [
     ("seed000", "seed000-metrics-missing-endpoints"),
     ("seed001", "seed001-metrics-unreachable"),
@@ -50,44 +45,28 @@ def main() -> int:
     migrating.upgrade(database)
     slack = SlackEmulator().start()
     populate_workspace(slack)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
-    env.update(
-        NSSTUCK_CONFIG=str(work / "nsstuck.yaml"),
-        NSSTUCK_DATABASE_URL=database,
-        NSSTUCK_HTTP_PORT=str(port),
-        NSSTUCK_SLACK_API_URL=slack.api_url,
-        SLACK_BOT_TOKEN=slack.bot_token,
-        SLACK_SIGNING_SECRET=slack.signing_secret,
-    )
-    bot = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        driver = slack.http_driver(f"http://127.0.0.1:{port}/slack/events")
-        for name, namespace, _ in clusters:
-            print(f"\n{'=' * 100}\nalice in #nsstuck-ops: /nsstuck {name} {namespace}")
-            ack = driver.slash_command("/nsstuck", f"{name} {namespace}", user=ALICE, channel=OPS_CHANNEL)
-            print(f"  (only alice sees, after {ack.elapsed * 1000:.0f} ms) {ack.body}")
-            verdict = slack.wait_for_message(OPS_CHANNEL, namespace, timeout=30)
-            print(f"\nnsstuck: {slack.render(verdict)}")
-            time.sleep(1.5)
-            for reply in slack.thread(OPS_CHANNEL, verdict["ts"]):
-                print("\n  | " + slack.render(reply).replace("\n", "\n  | "))
+        with serve_process(slack, work / "nsstuck.yaml", database, work) as bot:
+            converse(slack, bot.driver, [(name, namespace) for name, namespace, _ in clusters])
     finally:
-        bot.send_signal(signal.SIGTERM)
-        bot.wait(timeout=20)
         slack.stop()
         for _, _, emu in clusters:
             emu.stop()
     return 0
+
+
+def converse(slack: SlackEmulator, driver: HttpDriver, asks: list[tuple[str, str]]) -> None:
+    """Type each command as alice and print what the channel and the thread show."""
+    for cluster, namespace in asks:
+        print(f"\n{'=' * 100}\nalice in #nsstuck-ops: /nsstuck {cluster} {namespace}")
+        ack = driver.slash_command("/nsstuck", f"{cluster} {namespace}", user=ALICE, channel=OPS_CHANNEL)
+        print(f"  (only alice sees, after {ack.elapsed * 1000:.0f} ms) {ack.body}")
+        verdict = slack.wait_for_message(OPS_CHANNEL, namespace, timeout=30)
+        print(f"\nnsstuck: {slack.render(verdict)}")
+        slack.wait_for(lambda v=verdict: slack.thread(OPS_CHANNEL, v["ts"]) or None, timeout=30)
+        time.sleep(1.5)  # let every part of a long report arrive
+        for reply in slack.thread(OPS_CHANNEL, verdict["ts"]):
+            print("\n  | " + slack.render(reply).replace("\n", "\n  | "))
 
 
 if __name__ == "__main__":

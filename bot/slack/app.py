@@ -58,7 +58,7 @@ class Deps:
 class Bot:
     """The Slack bot: Bolt app, Web API client, posting pacer, diagnosis executor, metrics."""
 
-    def __init__(self, deps: Deps, *, client: WebClient | None = None, workers: int = 16) -> None:
+    def __init__(self, deps: Deps, *, client: WebClient | None = None, workers: int = 4) -> None:
         settings = deps.settings
         if settings.slack_bot_token is None:
             raise NsstuckError("SLACK_BOT_TOKEN is not set")
@@ -74,6 +74,8 @@ class Bot:
         # verdict's thread is known before the next one decides where to post
         self._incident_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        # few at once: each diagnosis already fans out on its own pool, and acknowledgements (which
+        # Slack wants within 3 s) must not queue behind CPU-bound work for the interpreter lock
         self.work = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         try:  # Bolt calls auth.test here: a bad token or an unreachable Slack fails now, clearly

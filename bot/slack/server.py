@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
@@ -101,6 +102,9 @@ class Web:
 
 def serve(bot: Bot, *, port: int, app_token: str | None, host: str = "0.0.0.0", threads: int = 16) -> None:  # noqa: S104
     """Run until SIGTERM or SIGINT. Socket Mode when `app_token` is given, HTTP otherwise."""
+    # hand the interpreter lock over more often than the default 5 ms, so that a request thread
+    # waiting to send an acknowledgement is not held up by diagnoses parsing JSON
+    sys.setswitchinterval(0.0005)
     handler: Any = None
     if app_token:
         from slack_bolt.adapter.socket_mode import SocketModeHandler

@@ -64,11 +64,28 @@ def running_bot(
     )
     database = f"sqlite:///{tmp_path / 'bot.db'}"
     migrating.upgrade(database)
+    with serve_process(
+        slack_emulator, tmp_path / "nsstuck.yaml", database, tmp_path, socket_mode=socket_mode, extra_env=extra_env
+    ) as running:
+        yield running
+
+
+@contextmanager
+def serve_process(
+    slack_emulator: SlackEmulator,
+    config: Path,
+    database: str,
+    workdir: Path,
+    *,
+    socket_mode: bool = False,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[Running]:
+    """`nsstuck serve` as a child process (HTTP mode unless `socket_mode`), ready when /healthz answers."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
     env.update(
         {
-            "NSSTUCK_CONFIG": str(tmp_path / "nsstuck.yaml"),
+            "NSSTUCK_CONFIG": str(config),
             "NSSTUCK_DATABASE_URL": database,
             "NSSTUCK_HTTP_PORT": str(port),
             "NSSTUCK_SLACK_API_URL": slack_emulator.api_url,
@@ -79,7 +96,7 @@ def running_bot(
     if socket_mode:
         env["SLACK_APP_TOKEN"] = slack_emulator.app_token
     env.update(extra_env or {})
-    log = tmp_path / "bot.log"
+    log = workdir / "bot.log"
     with log.open("w") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "bot", "serve"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, text=True
