@@ -21,10 +21,12 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 
+from bot.domain.findings import Diagnosis
 from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from bot.services.recording import attach_thread, current_thread, record
+from bot.services.reporting import render_text
 from bot.settings import AppConfig, Settings
 from bot.slack import blocks, parsing
 from bot.slack.metrics import Metrics
@@ -161,8 +163,33 @@ class Bot:
             posted = self.post(channel, verdict, thread_ts=thread).result()
             if thread is None:
                 _, thread = attach_thread(self.deps.db, recorded.incident_id, channel, str(posted["ts"]))
-            for message in blocks.report(diagnosis):
+            messages, cut = blocks.report_parts(diagnosis)
+            for message in messages:
                 self.post(channel, message, thread_ts=thread)
+            if cut:
+                self.upload_report(channel, thread, diagnosis)
+
+    def upload_report(self, channel: str, thread_ts: str, diagnosis: Diagnosis) -> Any:
+        """The whole report, as the CLI prints it, as a file in the thread (queued like a post)."""
+
+        def send() -> dict[str, Any]:
+            try:
+                response = self.client.files_upload_v2(
+                    channel=channel,
+                    thread_ts=thread_ts,
+                    content=render_text(diagnosis),
+                    filename=f"nsstuck-{diagnosis.cluster}-{diagnosis.namespace}.txt",
+                    title=f"Full report: {diagnosis.cluster}/{diagnosis.namespace}",
+                    initial_comment="The full report, with every object and remedy:",
+                )
+            except SlackApiError as e:
+                if e.response.status_code == 429:
+                    raise RateLimited(_retry_after(e)) from None
+                log.error("files upload to %s failed: %s", channel, e.response.get("error"))
+                raise
+            return dict(response.data) if isinstance(response.data, dict) else {}
+
+        return self.pacer.submit(channel, send)
 
     def _incident_lock(self, incident_id: int) -> threading.Lock:
         with self._locks_guard:

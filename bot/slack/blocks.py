@@ -114,31 +114,58 @@ def _remedy_lines(remedy: Remedy, index: int) -> list[str]:
     return lines
 
 
-def _finding_blocks(number: int, finding: Finding) -> list[Block]:
+MAX_OBJECTS = 15
+MAX_REMEDIES = 6
+MORE = "…and {n} more (the full report is attached)"
+
+
+def _finding_blocks(number: int, finding: Finding) -> tuple[list[Block], bool]:
+    """The blocks of one finding, and whether a list had to be cut."""
     flag = "blocking" if finding.blocking else "not blocking"
+    cut = False
     blocks = [_section(f"*{number}. {code(finding.cause.value)}* ({flag}): {escape(finding.summary)}")]
     if finding.evidence:
         blocks.extend(_sections("Evidence", [f"• {escape(e)}" for e in finding.evidence]))
     if finding.objects:
         objects = [
-            f"• {code(o.display)}" + (f" in {code(o.namespace)}" if o.namespace else "") for o in finding.objects
+            f"• {code(o.display)}" + (f" in {code(o.namespace)}" if o.namespace else "")
+            for o in finding.objects[:MAX_OBJECTS]
         ]
-        blocks.extend(_sections(f"Objects ({len(objects)})", objects))
+        if len(finding.objects) > MAX_OBJECTS:
+            objects.append(MORE.format(n=len(finding.objects) - MAX_OBJECTS))
+            cut = True
+        blocks.extend(_sections(f"Objects ({len(finding.objects)})", objects))
     if finding.remedies:
-        lines = [line for i, r in enumerate(finding.remedies, 1) for line in _remedy_lines(r, i)]
+        numbered = list(enumerate(finding.remedies, 1))
+        lines: list[str] = []
+        for index, remedy in numbered[: MAX_REMEDIES - 1]:
+            lines.extend(_remedy_lines(remedy, index))
+        if len(numbered) > MAX_REMEDIES:
+            lines.append(MORE.format(n=len(numbered) - MAX_REMEDIES))
+            cut = True
+        if len(numbered) >= MAX_REMEDIES:  # the last one (often the last resort) always stays visible
+            lines.extend(_remedy_lines(numbered[-1][1], numbered[-1][0]))
         blocks.extend(_sections("Remedies, safest first", lines))
     blocks.append({"type": "divider"})
-    return blocks
+    return blocks, cut
 
 
 def report(diagnosis: Diagnosis) -> list[Message]:
-    """The full report as thread messages, each within Slack's limits."""
+    """The report as thread messages within Slack's limits; long lists end in "and N more"."""
+    return report_parts(diagnosis)[0]
+
+
+def report_parts(diagnosis: Diagnosis) -> tuple[list[Message], bool]:
+    """The thread messages, and whether anything was cut (the full report then goes along as a file)."""
     blocks: list[Block] = []
+    cut = False
     if not diagnosis.complete:
         gaps = [f"• {escape(str(g))}" for g in diagnosis.gaps]
         blocks.extend(_sections(":warning: Incomplete evidence, so no force-finalize is offered", gaps))
     for number, finding in enumerate(diagnosis.findings, 1):
-        blocks.extend(_finding_blocks(number, finding))
+        finding_blocks, finding_cut = _finding_blocks(number, finding)
+        blocks.extend(finding_blocks)
+        cut = cut or finding_cut
     if not blocks:
         blocks.append(_section("Nothing holds this namespace."))
     messages: list[list[Block]] = [[]]
@@ -160,7 +187,7 @@ def report(diagnosis: Diagnosis) -> list[Message]:
             f", part {index} of {total}" if total > 1 else ""
         )
         out.append(Message(text=fallback, blocks=tuple(chunk)))
-    return out
+    return out, cut
 
 
 def _length(block: Block) -> int:

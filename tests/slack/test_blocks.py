@@ -49,20 +49,29 @@ def test_verdict_is_one_line_with_cause_and_age() -> None:
     assert "<@U0AAAAAAA>" in message.blocks[1]["elements"][0]["text"]
 
 
-def test_a_huge_report_is_split_over_messages_and_loses_nothing() -> None:
+def test_a_huge_report_is_cut_with_and_n_more_within_slacks_limits() -> None:
     diagnosis = _diagnosis(objects=400)
-    messages = blocks.report(diagnosis)
-    assert len(messages) > 1
-    text = json.dumps([m.blocks for m in messages])
-    for i in range(400):
-        assert f"kialis.kiali.io/kiali-{i}`" in text
+    messages, cut = blocks.report_parts(diagnosis)
+    assert cut is True
+    assert len(messages) == 1
+    text = json.dumps([m.blocks for m in messages], ensure_ascii=False)
+    assert "kialis.kiali.io/kiali-14`" in text
+    assert "kialis.kiali.io/kiali-15`" not in text
+    assert "…and 385 more (the full report is attached)" in text
+    assert "…and 394 more (the full report is attached)" in text
+    assert "400. [" in text  # the last remedy keeps its place number and stays visible
     for message in messages:
         assert len(message.blocks) <= 50
         assert sum(blocks._length(b) for b in message.blocks) <= 12_000
         for block in message.blocks:
             if block["type"] == "section":
                 assert len(block["text"]["text"]) <= 3000
-    assert messages[-1].blocks[-1]["elements"][0]["text"] == f"part {len(messages)} of {len(messages)}"
+
+
+def test_a_small_report_is_not_cut() -> None:
+    messages, cut = blocks.report_parts(_diagnosis(objects=3))
+    assert cut is False
+    assert "more" not in json.dumps([m.blocks for m in messages])
 
 
 def test_cluster_text_is_escaped() -> None:

@@ -106,3 +106,26 @@ def test_health_readiness_and_metrics(bot: Running) -> None:
     with urllib.request.urlopen(bot.url + "/metrics", timeout=5) as response:
         text = response.read().decode()
     assert 'nsstuck_slash_commands_total{kind="help"} 1.0' in text
+
+
+def test_a_long_report_is_cut_and_the_full_one_is_attached_as_a_file(bot: Running, kube_emulator: Emulator) -> None:
+    from tests.fakes.kubeapi.controllers._http import KubeHTTP
+
+    http = KubeHTTP(kube_emulator.url, kube_emulator.admin_token)
+    http.post("/api/v1/namespaces", {"metadata": {"name": "big"}})
+    for i in range(25):
+        http.post("/api/v1/namespaces/big/configmaps", {"metadata": {"name": f"cm-{i:02d}", "finalizers": ["x.io/y"]}})
+    http.delete("/api/v1/namespaces/big")
+    kube_emulator.settle()
+    kube_emulator.clock.advance(60)  # type: ignore[attr-defined]
+    kube_emulator.settle()
+
+    bot.driver.slash_command("/nsstuck", "prod-eu big", user=ALICE, channel=OPS_CHANNEL)
+    verdict = bot.slack.wait_for_message(OPS_CHANNEL, "big", timeout=20)
+    files = bot.slack.wait_for(lambda: [f for f in bot.slack.files() if f.completed] or None, timeout=20)
+    thread = "\n".join(bot.slack.render(m) for m in bot.slack.thread(OPS_CHANNEL, verdict["ts"]))
+    assert "…and 10 more (the full report is attached)" in thread
+    assert "configmaps/cm-24" not in thread.split("Remedies")[0]
+    content = files[0].text
+    for i in range(25):
+        assert f"configmaps/cm-{i:02d}" in content

@@ -51,3 +51,12 @@ def test_the_bot_reconnects_after_a_disconnect_and_keeps_working(bot: Running) -
     assert second.id != first.id
     ack = bot.slack.socket_mode.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL, timeout=5)
     assert "/nsstuck <cluster> <namespace>" in str(ack.payload)
+
+
+def test_readiness_follows_the_socket(bot: Running) -> None:
+    assert _ready(bot) == 200
+    bot.slack.revoke_token(bot.slack.app_token)  # it cannot get a new connection URL any more
+    # a close frame: the builtin client notices at once (a silent drop takes it 40-57 s: issue 10)
+    for connection in bot.slack.socket.connections():
+        bot.slack.socket.close(connection)
+    bot.slack.wait_for(lambda: _ready(bot) == 503 or None, timeout=30, message="/readyz stayed 200")
