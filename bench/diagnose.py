@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench._report import finish
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import diagnose_namespace
@@ -197,12 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"nsstuck collect+diagnose (in process):   {inproc_seconds:7.3f} s")
     print(f"floor (1 discovery + 1 parallel list):    {floor_seconds:7.3f} s")
     print(f"kubectl one-liner (end to end):           {liner_seconds:7.3f} s   ({liner_objects} objects listed)")
-    for text, ok, goal in checks:
-        print(f"  {'PASS' if ok else 'MISS'}  {text} (target {goal})")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0 if all(ok for _, ok, _ in checks) else 1
+    return finish(figures, checks, args.json)
 
 
 if __name__ == "__main__":

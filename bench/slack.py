@@ -11,7 +11,6 @@ commands for fifty stuck namespaces are sent at once over ten channels. Targets:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from bench._report import finish
 from bot.store import migrating
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
@@ -128,12 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     limit = "Slack allows 1 post/s/channel"
     print(f"  to verdict: p50 {figures['verdict_p50_s']} s, max {figures['verdict_max_s']} s ({limit})")
-    for text, ok, goal in checks:
-        print(f"  {'PASS' if ok else 'MISS'}  {text} (target {goal})")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
-    return 0 if all(ok for _, ok, _ in checks) else 1
+    return finish(figures, checks, args.json)
 
 
 if __name__ == "__main__":

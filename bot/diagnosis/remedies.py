@@ -46,16 +46,22 @@ def delete_apiservice(apiservice: ObjectRef, *, risk: Risk, consequence: str) ->
     )
 
 
-def remove_finalizer(obj: ObjectRef, finalizer: str, *, risk: Risk, consequence: str) -> Remedy:
-    """Remove exactly one finalizer from one object, guarded by a JSON patch `test`."""
+def finalizer_patch(obj: ObjectRef, finalizer: str) -> str:
+    """A JSON patch that removes exactly `finalizer` from metadata.finalizers, and fails (the `test`)
+    if the list changed since the diagnosis, instead of removing whatever now sits at that index."""
     index = obj.finalizers.index(finalizer) if finalizer in obj.finalizers else 0
     patch = [
         {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
         {"op": "remove", "path": f"/metadata/finalizers/{index}"},
     ]
+    return json.dumps(patch, separators=(",", ":"))
+
+
+def remove_finalizer(obj: ObjectRef, finalizer: str, *, risk: Risk, consequence: str) -> Remedy:
+    """Remove exactly one finalizer from one object, guarded by a JSON patch `test`."""
     command = (
         f"kubectl patch {obj.kubectl_type} {shlex.quote(obj.name)}{_ns(obj)} --type=json "
-        f"-p {shlex.quote(json.dumps(patch, separators=(',', ':')))}"
+        f"-p {shlex.quote(finalizer_patch(obj, finalizer))}"
     )
     return Remedy(
         action=Action.REMOVE_FINALIZER,
@@ -77,14 +83,9 @@ def remove_namespace_finalizer(namespace: ObjectRef, finalizer: str, *, in_spec:
         )
         where = "spec.finalizers"
     else:
-        index = namespace.finalizers.index(finalizer) if finalizer in namespace.finalizers else 0
-        patch = [
-            {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
-            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-        ]
         command = (
             f"kubectl patch namespace {shlex.quote(namespace.name)} --type=json "
-            f"-p {shlex.quote(json.dumps(patch, separators=(',', ':')))}"
+            f"-p {shlex.quote(finalizer_patch(namespace, finalizer))}"
         )
         where = "metadata.finalizers"
     return Remedy(
