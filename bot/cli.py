@@ -118,7 +118,23 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
 
     bot = Bot(Deps(settings=settings, config=config, config_path=ctx.config_path, db=Database(settings.database_url)))
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    scheduler = scheduling.start()  # jobs arrive with the incidents and digests issues
+    from functools import partial
+
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    from bot.services.followup import follow_up
+
+    follow = partial(
+        follow_up, bot.deps.db, config=config, config_path=ctx.config_path, diagnoser=bot.deps.diagnoser, notifier=bot
+    )
+    scheduler = scheduling.start(
+        [
+            scheduling.Job(
+                "repost-unposted-reports", bot.repost_pending, IntervalTrigger(seconds=settings.repost_seconds)
+            ),
+            scheduling.Job("follow-up-open-incidents", follow, IntervalTrigger(seconds=settings.follow_up_seconds)),
+        ]
+    )
     try:
         serve(bot, port=settings.http_port, app_token=app_token)
     finally:

@@ -357,6 +357,10 @@ class Settings(BaseSettings):
     http_port: int = Field(default=3000, ge=1, le=65535, validation_alias="NSSTUCK_HTTP_PORT")
     # seconds between two posts to one channel (Slack allows about one per second)
     slack_post_interval: float = Field(default=1.0, gt=0, le=60, validation_alias="NSSTUCK_SLACK_POST_INTERVAL")
+    # seconds between two follow-ups of the open incidents
+    follow_up_seconds: float = Field(default=300.0, gt=0, validation_alias="NSSTUCK_FOLLOW_UP_SECONDS")
+    # seconds between two passes over the outbox of reports that could not be posted
+    repost_seconds: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_REPOST_SECONDS")
 
     @classmethod
     def settings_customise_sources(

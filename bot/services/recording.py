@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from bot.domain.findings import NamespaceState
+from bot.domain.findings import Diagnosis, NamespaceState
 from bot.domain.snapshot import NamespaceSnapshot
 from bot.services.diagnosing import DiagnosisResult
 from bot.store.database import Database
@@ -30,7 +31,9 @@ def decompress_snapshot(data: bytes) -> NamespaceSnapshot:
     return NamespaceSnapshot.from_json(json.loads(zlib.decompress(data)))
 
 
-def record(db: Database, result: DiagnosisResult, *, trigger: str, requested_by: str) -> Recorded:
+def record(
+    db: Database, result: DiagnosisResult, *, trigger: str, requested_by: str, post_channel: str | None = None
+) -> Recorded:
     """Commit the run (and its incident, for a terminating namespace) before anything is posted."""
     diagnosis = result.diagnosis
     with db.unit_of_work() as uow:
@@ -58,6 +61,7 @@ def record(db: Database, result: DiagnosisResult, *, trigger: str, requested_by:
                 complete=diagnosis.complete,
                 report=diagnosis.to_json(),
                 snapshot=compress_snapshot(result.snapshot),
+                post_channel=post_channel,
             )
         )
         return Recorded(
@@ -81,3 +85,56 @@ def current_thread(db: Database, incident_id: int) -> tuple[str, str] | None:
         if incident is None or incident.slack_channel is None or incident.slack_thread_ts is None:
             return None
         return incident.slack_channel, incident.slack_thread_ts
+
+
+@dataclass(frozen=True)
+class PendingPost:
+    run_id: int
+    channel: str
+    diagnosis: Diagnosis
+    requested_by: str
+    incident_id: int | None
+    attempts: int
+
+
+def pending_post(db: Database, run_id: int) -> PendingPost | None:
+    """A run that is still to be posted, as the poster needs it; None once it is posted."""
+    with db.unit_of_work() as uow:
+        run = uow.diagnoses.get(run_id)
+        if run is None or run.posted_at is not None or run.post_channel is None:
+            return None
+        return PendingPost(
+            run_id=run.id,
+            channel=run.post_channel,
+            diagnosis=Diagnosis.from_json(run.report),
+            requested_by=run.requested_by,
+            incident_id=run.incident_id,
+            attempts=run.post_attempts,
+        )
+
+
+def claim_post(db: Database, run_id: int, attempts_seen: int) -> bool:
+    with db.unit_of_work() as uow:
+        return uow.diagnoses.claim_post(run_id, attempts_seen)
+
+
+def mark_posted(db: Database, run_id: int, at: datetime) -> None:
+    with db.unit_of_work() as uow:
+        run = uow.diagnoses.get(run_id)
+        if run is not None:
+            run.posted_at = at
+            run.last_post_error = None
+
+
+def mark_post_failed(db: Database, run_id: int, error: str) -> None:
+    with db.unit_of_work() as uow:
+        run = uow.diagnoses.get(run_id)
+        if run is not None:
+            run.last_post_error = error[:200]
+
+
+def unposted_runs(
+    db: Database, *, now: datetime, max_attempts: int = 20, grace: timedelta = timedelta(minutes=2)
+) -> list[int]:
+    with db.unit_of_work() as uow:
+        return list(uow.diagnoses.unposted(max_attempts=max_attempts, older_than=now - grace))

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,17 @@ from bot.domain.findings import Diagnosis
 from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
-from bot.services.recording import attach_thread, current_thread, record
+from bot.services.recording import (
+    PendingPost,
+    attach_thread,
+    claim_post,
+    current_thread,
+    mark_post_failed,
+    mark_posted,
+    pending_post,
+    record,
+    unposted_runs,
+)
 from bot.services.reporting import render_text
 from bot.settings import AppConfig, Settings
 from bot.slack import blocks, parsing
@@ -152,22 +163,56 @@ class Bot:
                 return
         diagnosis = result.diagnosis
         self.metrics.diagnoses.labels(state=diagnosis.state.value, cause=diagnosis.cause or "").inc()
-        recorded = record(self.deps.db, result, trigger="slack", requested_by=user)
-        verdict = blocks.verdict(diagnosis, requested_by=user)
-        if recorded.incident_id is None:  # active or gone: the verdict says it all
-            self.post(channel, verdict)
+        # committed first: if Slack is down now, the outbox job posts it when Slack answers again
+        recorded = record(self.deps.db, result, trigger="slack", requested_by=user, post_channel=channel)
+        self.deliver(recorded.run_id)
+
+    # -- the outbox ------------------------------------------------------------------------------
+
+    def deliver(self, run_id: int) -> bool:
+        """Post a recorded run (verdict, then its report in the incident's thread); True once posted."""
+        pending = pending_post(self.deps.db, run_id)
+        if pending is None or not claim_post(self.deps.db, run_id, pending.attempts):
+            return False  # posted already, or another worker or replica is posting it
+        try:
+            self._post_run(pending)
+        except Exception as e:  # Slack refused or is down: the run stays in the outbox
+            log.warning("posting run %s to %s failed (%s); it will be retried", run_id, pending.channel, e)
+            self.metrics.posts.labels(result="deferred").inc()
+            mark_post_failed(self.deps.db, run_id, f"{e.__class__.__name__}: {e}")
+            return False
+        mark_posted(self.deps.db, run_id, datetime.now(UTC))
+        return True
+
+    def repost_pending(self) -> int:
+        """Post every run whose posting failed or never happened; the scheduler calls this."""
+        delivered = 0
+        for run_id in unposted_runs(self.deps.db, now=datetime.now(UTC)):
+            delivered += self.deliver(run_id)
+        return delivered
+
+    def _post_run(self, pending: PendingPost) -> None:
+        diagnosis, channel = pending.diagnosis, pending.channel
+        verdict = blocks.verdict(diagnosis, requested_by=pending.requested_by)
+        if pending.incident_id is None:  # active or gone: the verdict says it all
+            self.post(channel, verdict).result()
             return
-        with self._incident_lock(recorded.incident_id):
-            existing = current_thread(self.deps.db, recorded.incident_id)
+        with self._incident_lock(pending.incident_id):
+            existing = current_thread(self.deps.db, pending.incident_id)
             thread = existing[1] if existing and existing[0] == channel else None
             posted = self.post(channel, verdict, thread_ts=thread).result()
             if thread is None:
-                _, thread = attach_thread(self.deps.db, recorded.incident_id, channel, str(posted["ts"]))
+                _, thread = attach_thread(self.deps.db, pending.incident_id, channel, str(posted["ts"]))
             messages, cut = blocks.report_parts(diagnosis)
-            for message in messages:
-                self.post(channel, message, thread_ts=thread)
+            futures = [self.post(channel, message, thread_ts=thread) for message in messages]
             if cut:
-                self.upload_report(channel, thread, diagnosis)
+                futures.append(self.upload_report(channel, thread, diagnosis))
+        for future in futures:
+            future.result()
+
+    def thread_note(self, channel: str, thread_ts: str, text: str) -> None:
+        """A short follow-up in an incident's thread (the Notifier of the follow-up job)."""
+        self.post(channel, blocks.ephemeral(escape(text)), thread_ts=thread_ts).result()
 
     def upload_report(self, channel: str, thread_ts: str, diagnosis: Diagnosis) -> Any:
         """The whole report, as the CLI prints it, as a file in the thread (queued like a post)."""

@@ -74,6 +74,8 @@ class Incident(Base):
     resolved_at: Mapped[datetime | None]
     slack_channel: Mapped[str | None] = mapped_column(String(32))
     slack_thread_ts: Mapped[str | None] = mapped_column(String(32))
+    last_checked_at: Mapped[datetime | None]
+    resolution_posted_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
@@ -94,6 +96,7 @@ class DiagnosisRun(Base):
         CheckConstraint(f"state IN {NAMESPACE_STATES!r}", name="state"),
         Index(None, "incident_id", "started_at"),
         Index(None, "cluster", "namespace", "started_at"),
+        Index(None, "posted_at", "post_channel"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -109,6 +112,11 @@ class DiagnosisRun(Base):
     complete: Mapped[bool] = mapped_column(default=True)
     report: Mapped[dict[str, Any]] = mapped_column(JsonDoc)
     snapshot: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # the outbox: where the run is to be posted, and whether it was
+    post_channel: Mapped[str | None] = mapped_column(String(32))
+    posted_at: Mapped[datetime | None]
+    post_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    last_post_error: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     incident: Mapped[Incident | None] = relationship(back_populates="diagnoses")

@@ -53,6 +53,15 @@ class IncidentRepository:
         self._session.refresh(incident)
         return incident
 
+    def resolve(self, incident_id: int, at: datetime) -> bool:
+        """open -> resolved, once: True only for the caller whose update made the change."""
+        result = self._session.execute(
+            update(Incident)
+            .where(Incident.id == incident_id, Incident.status == "open")
+            .values(status="resolved", resolved_at=at, last_checked_at=at)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
     def claim_thread(self, incident_id: int, channel: str, thread_ts: str) -> tuple[str, str]:
         """Attach a Slack thread unless one is attached already; returns the incident's thread."""
         self._session.execute(
@@ -80,6 +89,37 @@ class IncidentRepository:
 class DiagnosisRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
+
+    def get(self, run_id: int) -> DiagnosisRun | None:
+        return self._session.get(DiagnosisRun, run_id)
+
+    def unposted(self, *, max_attempts: int, older_than: datetime, limit: int = 50) -> Sequence[int]:
+        """Runs still to be posted: one attempt failed, or none was made for a while (a crash)."""
+        query = (
+            select(DiagnosisRun.id)
+            .where(
+                DiagnosisRun.posted_at.is_(None),
+                DiagnosisRun.post_channel.is_not(None),
+                DiagnosisRun.post_attempts < max_attempts,
+                (DiagnosisRun.post_attempts > 0) | (DiagnosisRun.created_at < older_than),
+            )
+            .order_by(DiagnosisRun.id)
+            .limit(limit)
+        )
+        return self._session.scalars(query).all()
+
+    def claim_post(self, run_id: int, attempts_seen: int) -> bool:
+        """Take the next posting attempt of a run; False when someone else took it (or it was posted)."""
+        result = self._session.execute(
+            update(DiagnosisRun)
+            .where(
+                DiagnosisRun.id == run_id,
+                DiagnosisRun.post_attempts == attempts_seen,
+                DiagnosisRun.posted_at.is_(None),
+            )
+            .values(post_attempts=attempts_seen + 1)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
 
     def add(self, run: DiagnosisRun) -> DiagnosisRun:
         self._session.add(run)

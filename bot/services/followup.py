@@ -1,0 +1,131 @@
+"""Following open incidents until their namespace is gone.
+
+A scheduled job diagnoses every open incident again: when the namespace is gone (or was recreated
+under a new UID) the incident is resolved, once across replicas (a conditional update), and its
+thread says after how long; when the cause changed, the thread says that too.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from bot.errors import NsstuckError
+from bot.kube.connecting import ClusterTarget
+from bot.services.diagnosing import DiagnosisResult
+from bot.services.recording import record
+from bot.services.reporting import human_seconds
+from bot.settings import AppConfig
+from bot.store.database import Database
+
+log = logging.getLogger(__name__)
+
+Diagnoser = Callable[[ClusterTarget, str], DiagnosisResult]
+
+
+class Notifier(Protocol):
+    def thread_note(self, channel: str, thread_ts: str, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class OpenIncident:
+    id: int
+    cluster: str
+    namespace: str
+    namespace_uid: str
+    cause: str | None
+    since: datetime
+    channel: str | None
+    thread_ts: str | None
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    checked: int = 0
+    resolved: int = 0
+    cause_changed: int = 0
+    unreachable: int = 0
+
+
+def _open_incidents(db: Database) -> list[OpenIncident]:
+    with db.unit_of_work() as uow:
+        return [
+            OpenIncident(
+                id=i.id,
+                cluster=i.cluster,
+                namespace=i.namespace,
+                namespace_uid=i.namespace_uid,
+                cause=i.cause,
+                since=i.terminating_since or i.first_seen_at,
+                channel=i.slack_channel,
+                thread_ts=i.slack_thread_ts,
+            )
+            for i in uow.incidents.open_incidents()
+        ]
+
+
+def follow_up(
+    db: Database,
+    *,
+    config: AppConfig,
+    config_path: Path,
+    diagnoser: Diagnoser,
+    notifier: Notifier | None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> FollowUp:
+    checked = resolved = changed = unreachable = 0
+    for incident in _open_incidents(db):
+        cluster = config.cluster(incident.cluster)
+        if cluster is None:
+            continue  # no longer registered: nothing to ask
+        try:
+            result = diagnoser(ClusterTarget.from_config(cluster, config_path), incident.namespace)
+        except NsstuckError as e:
+            log.info("follow-up of %s/%s: %s", incident.cluster, incident.namespace, e)
+            unreachable += 1
+            continue
+        checked += 1
+        diagnosis = result.diagnosis
+        gone = diagnosis.namespace_uid != incident.namespace_uid  # deleted, or deleted and recreated
+        if gone:
+            at = now()
+            with db.unit_of_work() as uow:
+                won = uow.incidents.resolve(incident.id, at)
+            if won:
+                resolved += 1
+                took = human_seconds(int((at - incident.since).total_seconds()))
+                _note(notifier, incident, f":white_check_mark: `{incident.namespace}` is gone: resolved after {took}.")
+                with db.unit_of_work() as uow:
+                    stored = uow.incidents.get(incident.id)
+                    if stored is not None:
+                        stored.resolution_posted_at = now()
+            continue
+        new_cause = diagnosis.cause.value if diagnosis.cause else None
+        if new_cause != incident.cause:
+            changed += 1
+            record(db, result, trigger="schedule", requested_by="schedule")
+            summary = next((f.summary for f in diagnosis.findings if f.blocking), "")
+            _note(
+                notifier,
+                incident,
+                f":arrows_counterclockwise: The cause changed: `{incident.cause}` → `{new_cause}`"
+                + (f": {summary}" if summary else ""),
+            )
+        with db.unit_of_work() as uow:
+            stored = uow.incidents.get(incident.id)
+            if stored is not None:
+                stored.last_checked_at = now()
+    return FollowUp(checked, resolved, changed, unreachable)
+
+
+def _note(notifier: Notifier | None, incident: OpenIncident, text: str) -> None:
+    if notifier is None or incident.channel is None or incident.thread_ts is None:
+        return
+    try:
+        notifier.thread_note(incident.channel, incident.thread_ts, text)
+    except Exception:  # the incident's state is committed; a lost note must not stop the job
+        log.exception("could not post the follow-up of incident %s", incident.id)
