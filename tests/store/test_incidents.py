@@ -36,3 +36,26 @@ def test_the_first_thread_attached_wins(database: Database) -> None:
         assert uow.incidents.claim_thread(incident_id, "C1", "111.1") == ("C1", "111.1")
     with database.unit_of_work() as uow:
         assert uow.incidents.claim_thread(incident_id, "C1", "222.2") == ("C1", "111.1")
+
+
+def test_an_incident_resolves_once_with_its_time_to_resolution(database: Database) -> None:
+    incident_id = _open(database)
+    at = SINCE.replace(hour=11, minute=12)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(lambda _: _resolve(database, incident_id, at), range(8)))
+    assert outcomes.count(True) == 1  # one replica announces it, the others see it done
+    with database.unit_of_work() as uow:
+        incident = uow.incidents.get(incident_id)
+        assert incident is not None
+        assert incident.status == "resolved"
+        assert incident.resolved_at == at
+        assert incident.terminating_since is not None
+        assert (incident.resolved_at - incident.terminating_since).total_seconds() == 3 * 3600 + 12 * 60
+        assert uow.incidents.open_incidents() == []
+    # the same namespace name deleted again later, under a new UID, is a new open incident
+    assert _open(database, "uid-2") != incident_id
+
+
+def _resolve(database: Database, incident_id: int, at: datetime) -> bool:
+    with database.unit_of_work() as uow:
+        return uow.incidents.resolve(incident_id, at)
