@@ -118,12 +118,15 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
 
     bot = Bot(Deps(settings=settings, config=config, config_path=ctx.config_path, db=Database(settings.database_url)))
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
+    from datetime import timedelta
     from functools import partial
 
     from apscheduler.triggers.interval import IntervalTrigger
 
     from bot.services.followup import follow_up
+    from bot.services.recording import prune_snapshots
 
+    prune = partial(prune_snapshots, bot.deps.db, keep=timedelta(days=settings.snapshot_retention_days))
     follow = partial(
         follow_up, bot.deps.db, config=config, config_path=ctx.config_path, diagnoser=bot.deps.diagnoser, notifier=bot
     )
@@ -133,6 +136,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
                 "repost-unposted-reports", bot.repost_pending, IntervalTrigger(seconds=settings.repost_seconds)
             ),
             scheduling.Job("follow-up-open-incidents", follow, IntervalTrigger(seconds=settings.follow_up_seconds)),
+            scheduling.Job("prune-old-snapshots", prune, IntervalTrigger(hours=1)),
         ]
     )
     try:

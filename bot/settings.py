@@ -361,6 +361,8 @@ class Settings(BaseSettings):
     follow_up_seconds: float = Field(default=300.0, gt=0, validation_alias="NSSTUCK_FOLLOW_UP_SECONDS")
     # seconds between two passes over the outbox of reports that could not be posted
     repost_seconds: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_REPOST_SECONDS")
+    # days after which stored snapshots are pruned (incidents, runs and their reports are kept)
+    snapshot_retention_days: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_SNAPSHOT_RETENTION_DAYS")
 
     @classmethod
     def settings_customise_sources(

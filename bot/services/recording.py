@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from bot.domain.findings import Diagnosis, NamespaceState
 from bot.domain.snapshot import NamespaceSnapshot
@@ -138,3 +138,10 @@ def unposted_runs(
 ) -> list[int]:
     with db.unit_of_work() as uow:
         return list(uow.diagnoses.unposted(max_attempts=max_attempts, older_than=now - grace))
+
+
+def prune_snapshots(db: Database, *, keep: timedelta, now: datetime | None = None) -> int:
+    """Retention: snapshots older than `keep` are dropped; incidents, runs and verdicts are kept."""
+    cutoff = (now or datetime.now(UTC)) - keep
+    with db.unit_of_work() as uow:
+        return uow.diagnoses.prune_snapshots(cutoff)

@@ -108,6 +108,15 @@ class DiagnosisRepository:
         )
         return self._session.scalars(query).all()
 
+    def prune_snapshots(self, older_than: datetime) -> int:
+        """Drop the stored snapshots of runs started before `older_than`; the runs and reports stay."""
+        result = self._session.execute(
+            update(DiagnosisRun)
+            .where(DiagnosisRun.started_at < older_than, DiagnosisRun.snapshot.is_not(None))
+            .values(snapshot=None)
+        )
+        return int(result.rowcount)  # type: ignore[attr-defined]
+
     def claim_post(self, run_id: int, attempts_seen: int) -> bool:
         """Take the next posting attempt of a run; False when someone else took it (or it was posted)."""
         result = self._session.execute(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
+from sqlalchemy import select
+
 from bot.store.database import Database
 
 SINCE = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
@@ -59,3 +61,24 @@ def test_an_incident_resolves_once_with_its_time_to_resolution(database: Databas
 def _resolve(database: Database, incident_id: int, at: datetime) -> bool:
     with database.unit_of_work() as uow:
         return uow.incidents.resolve(incident_id, at)
+
+
+def test_retention_prunes_old_snapshots_and_keeps_everything_else(database: Database) -> None:
+    from datetime import timedelta
+
+    from bot.services.recording import prune_snapshots
+    from bot.store.models import DiagnosisRun
+
+    with database.unit_of_work() as uow:
+        for days_ago in (40, 10):
+            uow.diagnoses.add(
+                DiagnosisRun(
+                    cluster="c", namespace="n", trigger="cli", requested_by="me", state="terminating",
+                    report={"days_ago": days_ago}, snapshot=b"zz", started_at=SINCE - timedelta(days=days_ago),
+                )
+            )  # fmt: skip
+    assert prune_snapshots(database, keep=timedelta(days=30), now=SINCE) == 1
+    assert prune_snapshots(database, keep=timedelta(days=30), now=SINCE) == 0
+    with database.unit_of_work() as uow:
+        runs = sorted(uow.session.scalars(select(DiagnosisRun)).all(), key=lambda r: r.report["days_ago"])
+    assert [(r.report["days_ago"], r.snapshot) for r in runs] == [(10, b"zz"), (40, None)]
