@@ -51,7 +51,8 @@ class FollowUp:
     unreachable: int = 0
 
 
-def _open_incidents(db: Database) -> list[OpenIncident]:
+def open_incidents(db: Database) -> list[OpenIncident]:
+    """Every open incident, oldest first, as plain values."""
     with db.unit_of_work() as uow:
         return [
             OpenIncident(
@@ -78,7 +79,7 @@ def follow_up(
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> FollowUp:
     checked = resolved = changed = unreachable = 0
-    for incident in _open_incidents(db):
+    for incident in open_incidents(db):
         cluster = config.cluster(incident.cluster)
         if cluster is None:
             continue  # no longer registered: nothing to ask

@@ -26,6 +26,7 @@ from bot.domain.findings import Diagnosis
 from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
+from bot.services.followup import open_incidents
 from bot.services.recording import (
     PendingPost,
     attach_thread,
@@ -107,6 +108,8 @@ class Bot:
                 f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}"
             ) from None
         self.app.command("/nsstuck")(self._on_command)
+        self.app.event("app_home_opened")(self._on_home_opened)
+        self._workspace_url: str | None = None
         self.app.error(self._on_error)
 
     def close(self) -> None:
@@ -140,6 +143,23 @@ class Bot:
         ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
         user = str(command.get("user_id") or "")
         self.work.submit(self._diagnose_and_post, cluster.name, parsed.namespace, channel, user, respond)
+
+    def _on_home_opened(self, event: dict[str, Any]) -> None:
+        if event.get("tab", "home") != "home":
+            return
+        user = str(event.get("user") or "")
+        now = datetime.now(UTC)
+        view = blocks.home(
+            open_incidents(self.deps.db),
+            workspace_url=self._workspace(),
+            now_seconds=lambda since: int((now - since).total_seconds()),
+        )
+        self.client.views_publish(user_id=user, view=view)
+
+    def _workspace(self) -> str:
+        if self._workspace_url is None:
+            self._workspace_url = str(self.client.auth_test().get("url") or "https://slack.com/")
+        return self._workspace_url
 
     def _clusters_text(self, channel: str) -> str:
         clusters = self.deps.config.clusters

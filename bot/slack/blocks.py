@@ -8,6 +8,7 @@ they are split over several sections, and the sections over as many thread messa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,3 +200,29 @@ def _length(block: Block) -> int:
 
 def ephemeral(text: str) -> Message:
     return Message(text=text, blocks=(_section(text),))
+
+
+def permalink(workspace_url: str, channel: str, ts: str) -> str:
+    """A message's permalink without an API call: `<workspace>/archives/<channel>/p<ts without the dot>`."""
+    return f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+
+
+def home(incidents: list[Any], *, workspace_url: str, now_seconds: Callable[[Any], int]) -> dict[str, Any]:
+    """The App Home tab: the open incidents, oldest first, each with a link to its thread."""
+    items: list[Block] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "Stuck namespaces"}},
+    ]
+    if not incidents:
+        items.append(_section(":white_check_mark: No namespace is stuck right now."))
+    shown = incidents[:90]
+    for incident in shown:
+        age = human_seconds(now_seconds(incident.since))
+        cause = code(incident.cause or "unknown")
+        line = f"*{escape(incident.cluster)}* / *{escape(incident.namespace)}* · {cause} · stuck for {age}"
+        if incident.channel and incident.thread_ts:
+            line += f" · <{permalink(workspace_url, incident.channel, incident.thread_ts)}|thread>"
+        items.append(_section(line))
+    if len(incidents) > len(shown):
+        items.append(_context(f"…and {len(incidents) - len(shown)} more (`/nsstuck history` lists them all)"))
+    items.append(_context("Updated when you open this tab."))
+    return {"type": "home", "blocks": items}

@@ -71,3 +71,20 @@ def test_a_report_that_could_not_be_posted_arrives_later_once(
         assert len(top) == 1
         failed = [c for c in slack_emulator.calls("chat.postMessage") if not c.ok]
         assert len(failed) == 3
+
+
+def test_the_home_tab_lists_open_incidents_with_links_to_their_threads(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    with running_bot(slack_emulator, kube_emulator, tmp_path) as bot:
+        bot.driver.slash_command("/nsstuck", "prod-eu ddd", user=ALICE, channel=OPS_CHANNEL)
+        verdict = slack_emulator.wait_for_message(OPS_CHANNEL, "stuck", timeout=20)
+        opened = {"type": "app_home_opened", "user": ALICE, "channel": "D0ALICE01", "tab": "home"}
+        delivery = bot.driver.event(bot.driver.builder.event_callback(opened))
+        assert delivery.status == 200
+        home = slack_emulator.wait_for(lambda: slack_emulator.home_view(ALICE), timeout=10)
+        text = slack_emulator.render_view(home)
+        assert "prod-eu" in text
+        assert "ddd" in text
+        assert "`orphaned_finalizer`" in text
+        assert f"/archives/{OPS_CHANNEL}/p{verdict['ts'].replace('.', '')}" in str(home)
