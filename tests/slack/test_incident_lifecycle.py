@@ -79,6 +79,8 @@ def test_the_home_tab_lists_open_incidents_with_links_to_their_threads(
     with running_bot(slack_emulator, kube_emulator, tmp_path) as bot:
         bot.driver.slash_command("/nsstuck", "prod-eu ddd", user=ALICE, channel=OPS_CHANNEL)
         verdict = slack_emulator.wait_for_message(OPS_CHANNEL, "stuck", timeout=20)
+        # the thread is attached to the incident right after the verdict is posted; its replies follow
+        slack_emulator.wait_for(lambda: slack_emulator.thread(OPS_CHANNEL, verdict["ts"]) or None, timeout=10)
         opened = {"type": "app_home_opened", "user": ALICE, "channel": "D0ALICE01", "tab": "home"}
         delivery = bot.driver.event(bot.driver.builder.event_callback(opened))
         assert delivery.status == 200
