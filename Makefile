@@ -47,6 +47,7 @@ clean:
 bench: install
 	PYTHONPATH=. $(BIN)/python -m bench.diagnose --json bench/out/diagnose.json
 	PYTHONPATH=. $(BIN)/python -m bench.slack --json bench/out/slack.json
+	PYTHONPATH=. $(BIN)/python -m bench.history --json bench/out/history.json
 
 ## the real bot against the Slack and Kubernetes emulators, printed as a user reads it
 demo: install

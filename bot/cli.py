@@ -219,6 +219,29 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.services.history import MAX_LIMIT, history
+    from bot.services.history_text import render_text
+    from bot.store import migrating
+    from bot.store.database import Database
+
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise UserError(f"--limit must be between 1 and {MAX_LIMIT}")
+    url = ctx.settings.database_url
+    if migrating.current_revision(url) != migrating.head_revision():
+        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", "the schema is not at head: run `nsstuck db upgrade`")
+    db = Database(url)
+    try:
+        result = history(db, cluster=args.cluster, namespace=args.namespace, open_only=args.open, limit=args.limit)
+    finally:
+        db.dispose()
+    if args.json:
+        ctx.print(json.dumps(result.to_json(), indent=2))
+    else:
+        ctx.out.write(render_text(result))
+    return 0
+
+
 def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
     _ = ctx.config
     raise NotBuiltYetError("clusters check")
@@ -298,8 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--cluster", metavar="NAME")
     history.add_argument("--namespace", metavar="NAME")
     history.add_argument("--open", action="store_true", help="only open incidents")
-    history.add_argument("--json", action="store_true")
-    history.set_defaults(handler=_not_built("history"))
+    history.add_argument("--json", action="store_true", help="print JSON (schema nsstuck.history/v1)")
+    history.add_argument("--limit", type=int, default=20, metavar="N", help="at most N incidents (default 20)")
+    history.set_defaults(handler=cmd_history)
 
     digest = commands.add_parser("digest", help="scheduled digests", description="Scheduled digests.")
     digest_commands = digest.add_subparsers(dest="digest_command", metavar="ACTION")

@@ -27,6 +27,7 @@ from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from bot.services.followup import open_incidents
+from bot.services.history import history
 from bot.services.recording import (
     PendingPost,
     attach_thread,
@@ -40,7 +41,7 @@ from bot.services.recording import (
 )
 from bot.services.reporting import render_text
 from bot.settings import AppConfig, Settings
-from bot.slack import blocks, parsing
+from bot.slack import blocks, history_blocks, parsing
 from bot.slack.metrics import Metrics
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
 from bot.slack.text import code, escape
@@ -134,7 +135,15 @@ class Bot:
             ack(text=self._clusters_text(channel))
             return
         if isinstance(parsed, parsing.History):
-            ack(text="History is not available in this version yet.")
+            if parsed.cluster:
+                allowed = config.require_cluster(parsed.cluster).channels
+                if allowed and channel not in allowed:
+                    ack(text=f"Cluster {code(parsed.cluster)} cannot be looked at from this channel.")
+                    return
+            found = history(self.deps.db, cluster=parsed.cluster, namespace=parsed.namespace)
+            workspace = history_blocks.workspace_url(str(command.get("team_domain") or "") or None)
+            message = history_blocks.history_message(found, workspace=workspace)
+            ack(text=message.text, blocks=list(message.blocks))
             return
         cluster = config.require_cluster(parsed.cluster)
         if cluster.channels and channel not in cluster.channels:

@@ -129,3 +129,17 @@ def test_a_long_report_is_cut_and_the_full_one_is_attached_as_a_file(bot: Runnin
     content = files[0].text
     for i in range(25):
         assert f"configmaps/cm-{i:02d}" in content
+
+
+def test_history_lists_the_incident_only_to_the_caller(bot: Running) -> None:
+    bot.driver.slash_command("/nsstuck", "prod-eu ddd", user=ALICE, channel=OPS_CHANNEL)
+    verdict = bot.slack.wait_for_message(OPS_CHANNEL, "stuck", timeout=20)
+    bot.slack.wait_for(lambda: bot.slack.thread(OPS_CHANNEL, verdict["ts"]) or None, timeout=10)
+    posts_before = len(bot.slack.calls("chat.postMessage"))
+    delivery = bot.driver.slash_command("/nsstuck", "history prod-eu", user=ALICE, channel=OPS_CHANNEL)
+    assert delivery.status == 200
+    assert "ddd" in delivery.body
+    assert "orphaned_finalizer" in delivery.body
+    assert len(bot.slack.calls("chat.postMessage")) == posts_before  # an answer for the caller only
+    refused = bot.driver.slash_command("/nsstuck", "history prod-eu", user=ALICE, channel=SECOND_CHANNEL)
+    assert "cannot be looked at from this channel" in refused.body

@@ -1,0 +1,36 @@
+"""The `/nsstuck history <cluster>` list reads the newest rows off an index on PostgreSQL, never the table.
+
+Filled the benchmark's way (bench/history.py) at a fifth of its size, then analysed, so the planner
+sees realistic statistics.
+"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import text
+
+from bench.history import CLUSTERS, fill_postgres, generate
+from bot.store.database import Database
+from bot.store.history import HistoryRepository
+
+
+@pytest.mark.slow
+def test_the_cluster_list_uses_an_index(database: Database) -> None:
+    if database.engine.dialect.name != "postgresql":
+        pytest.skip("EXPLAIN plans are PostgreSQL's")
+    fill_postgres(database, *generate(20_000, 20_000))
+    with database.unit_of_work() as uow:
+        repository = HistoryRepository(uow.session)
+        for status in ("open", "resolved"):
+            statement = repository._page(status, CLUSTERS[0], None, 20)
+            sql = statement.compile(uow.session.get_bind(), compile_kwargs={"literal_binds": True})
+            plan = "\n".join(str(row[0]) for row in uow.session.execute(text(f"EXPLAIN {sql}")))
+            assert "Seq Scan" not in plan, plan
+            assert "ix_incidents_" in plan, plan
+        found = repository.recent(cluster=CLUSTERS[0], limit=20)
+        assert len(found) == 20
+        assert all(incident.cluster == CLUSTERS[0] for incident in found)
+        statuses = [incident.status for incident in found]
+        assert statuses == sorted(statuses)  # "open" < "resolved": open first
+        resolved = [incident.first_seen_at for incident in found if incident.status == "resolved"]
+        assert resolved == sorted(resolved, reverse=True)
