@@ -82,3 +82,31 @@ def test_retention_prunes_old_snapshots_and_keeps_everything_else(database: Data
     with database.unit_of_work() as uow:
         runs = sorted(uow.session.scalars(select(DiagnosisRun)).all(), key=lambda r: r.report["days_ago"])
     assert [(r.report["days_ago"], r.snapshot) for r in runs] == [(10, b"zz"), (40, None)]
+
+
+def test_the_outbox_hands_each_posting_attempt_to_one_worker(database: Database) -> None:
+    from datetime import timedelta
+
+    from bot.services import recording
+    from bot.store.models import DiagnosisRun
+
+    with database.unit_of_work() as uow:
+        run_id = uow.diagnoses.add(
+            DiagnosisRun(
+                cluster="c", namespace="n", trigger="slack", requested_by="U0AAAAAAA", state="terminating",
+                report={}, post_channel="C0123ABCD", created_at=SINCE,
+            )
+        ).id  # fmt: skip
+    # a fresh run is the poster's own business; after a crash (old, never attempted) it is the outbox's
+    assert recording.unposted_runs(database, now=SINCE) == []
+    assert recording.unposted_runs(database, now=SINCE + timedelta(minutes=5)) == [run_id]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        claims = list(pool.map(lambda _: recording.claim_post(database, run_id, 0), range(12)))
+    assert claims.count(True) == 1  # Slack is down: this attempt fails ...
+    recording.mark_post_failed(database, run_id, "SlackApiError: fatal_error")
+    assert recording.unposted_runs(database, now=SINCE) == [run_id]  # ... and it is retried at once
+    assert recording.claim_post(database, run_id, 1)
+    recording.mark_posted(database, run_id, SINCE + timedelta(minutes=1))
+    assert recording.unposted_runs(database, now=SINCE + timedelta(hours=1)) == []
+    assert recording.pending_post(database, run_id) is None
+    assert not recording.claim_post(database, run_id, 2)  # posted: nobody posts it again
