@@ -134,10 +134,12 @@ def mark_post_failed(db: Database, run_id: int, error: str) -> None:
 
 
 def unposted_runs(
-    db: Database, *, now: datetime, max_attempts: int = 20, grace: timedelta = timedelta(minutes=2)
+    db: Database, *, now: datetime, max_attempts: int = 20, lease: timedelta = timedelta(minutes=20)
 ) -> list[int]:
+    """Runs to post again: failed ones at once, silent ones (a crashed poster) after `lease`, which is
+    longer than any wait for Slack's rate limit, so a slow post in flight is never posted twice."""
     with db.unit_of_work() as uow:
-        return list(uow.diagnoses.unposted(max_attempts=max_attempts, older_than=now - grace))
+        return list(uow.diagnoses.unposted(max_attempts=max_attempts, older_than=now - lease))
 
 
 def prune_snapshots(db: Database, *, keep: timedelta, now: datetime | None = None) -> int:

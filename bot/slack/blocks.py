@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
-from bot.slack.text import clip, code, escape
+from bot.slack.text import clip, code, escape, thread_url
 
 SECTION_LIMIT = 3000
 MAX_BLOCKS = 45  # below the 50 allowed, for the context blocks we may append
@@ -202,11 +202,6 @@ def ephemeral(text: str) -> Message:
     return Message(text=text, blocks=(_section(text),))
 
 
-def permalink(workspace_url: str, channel: str, ts: str) -> str:
-    """A message's permalink without an API call: `<workspace>/archives/<channel>/p<ts without the dot>`."""
-    return f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
-
-
 def home(incidents: list[Any], *, workspace_url: str, now_seconds: Callable[[Any], int]) -> dict[str, Any]:
     """The App Home tab: the open incidents, oldest first, each with a link to its thread."""
     items: list[Block] = [
@@ -219,8 +214,9 @@ def home(incidents: list[Any], *, workspace_url: str, now_seconds: Callable[[Any
         age = human_seconds(now_seconds(incident.since))
         cause = code(incident.cause or "unknown")
         line = f"*{escape(incident.cluster)}* / *{escape(incident.namespace)}* · {cause} · stuck for {age}"
-        if incident.channel and incident.thread_ts:
-            line += f" · <{permalink(workspace_url, incident.channel, incident.thread_ts)}|thread>"
+        link = thread_url(incident.channel or "", incident.thread_ts or "", workspace=workspace_url)
+        if link:
+            line += f" · <{link}|thread>"
         items.append(_section(line))
     if len(incidents) > len(shown):
         items.append(_context(f"…and {len(incidents) - len(shown)} more (`/nsstuck history` lists them all)"))

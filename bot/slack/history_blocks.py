@@ -13,17 +13,13 @@ without it they go through `https://slack.com/app_redirect?channel=...&message_t
 from __future__ import annotations
 
 import re
-from urllib.parse import urlencode
 
 from bot.services.history import History, IncidentEntry, RecurringNamespace
 from bot.services.reporting import human_seconds
 from bot.slack.blocks import MAX_BLOCKS, MAX_CHARS, SECTION_LIMIT, Block, Message
-from bot.slack.text import clip, code, escape
+from bot.slack.text import clip, code, escape, thread_url
 
-_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,30}$")
-_MESSAGE_TS = re.compile(r"^\d{1,12}\.\d{1,8}$")
 _TEAM_DOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-_WORKSPACE_URL = re.compile(r"^https://[a-z0-9][a-z0-9.-]{0,200}\.slack(-gov)?\.com/?$")
 LINE_LIMIT = 400
 MAX_LINES = 50  # per list: beyond this, "and N more" (the CLI shows everything)
 
@@ -33,15 +29,6 @@ def workspace_url(team_domain: str | None) -> str | None:
     if team_domain and _TEAM_DOMAIN.match(team_domain):
         return f"https://{team_domain}.slack.com"
     return None
-
-
-def thread_url(channel: str, thread_ts: str, *, workspace: str | None = None) -> str | None:
-    """A link to the thread's parent message, or None when the ids do not look like Slack's."""
-    if not _CHANNEL_ID.match(channel) or not _MESSAGE_TS.match(thread_ts):
-        return None
-    if workspace and _WORKSPACE_URL.match(workspace):
-        return f"{workspace.rstrip('/')}/archives/{channel}/p{thread_ts.replace('.', '')}"
-    return "https://slack.com/app_redirect?" + urlencode({"channel": channel, "message_ts": thread_ts})
 
 
 def _place(cluster: str, namespace: str) -> str:

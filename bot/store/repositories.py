@@ -94,14 +94,16 @@ class DiagnosisRepository:
         return self._session.get(DiagnosisRun, run_id)
 
     def unposted(self, *, max_attempts: int, older_than: datetime, limit: int = 50) -> Sequence[int]:
-        """Runs still to be posted: one attempt failed, or none was made for a while (a crash)."""
+        """Runs still to be posted: the last attempt failed, or nothing was heard of them since
+        `older_than` (the poster crashed). A run being posted right now is neither: its claim cleared
+        the last error, and it is younger than the lease."""
         query = (
             select(DiagnosisRun.id)
             .where(
                 DiagnosisRun.posted_at.is_(None),
                 DiagnosisRun.post_channel.is_not(None),
                 DiagnosisRun.post_attempts < max_attempts,
-                (DiagnosisRun.post_attempts > 0) | (DiagnosisRun.created_at < older_than),
+                DiagnosisRun.last_post_error.is_not(None) | (DiagnosisRun.created_at < older_than),
             )
             .order_by(DiagnosisRun.id)
             .limit(limit)
@@ -126,7 +128,7 @@ class DiagnosisRepository:
                 DiagnosisRun.post_attempts == attempts_seen,
                 DiagnosisRun.posted_at.is_(None),
             )
-            .values(post_attempts=attempts_seen + 1)
+            .values(post_attempts=attempts_seen + 1, last_post_error=None)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 

@@ -99,13 +99,15 @@ def test_the_outbox_hands_each_posting_attempt_to_one_worker(database: Database)
         ).id  # fmt: skip
     # a fresh run is the poster's own business; after a crash (old, never attempted) it is the outbox's
     assert recording.unposted_runs(database, now=SINCE) == []
-    assert recording.unposted_runs(database, now=SINCE + timedelta(minutes=5)) == [run_id]
+    assert recording.unposted_runs(database, now=SINCE + timedelta(minutes=5)) == []  # may still be in flight
+    assert recording.unposted_runs(database, now=SINCE + timedelta(minutes=30)) == [run_id]
     with ThreadPoolExecutor(max_workers=6) as pool:
         claims = list(pool.map(lambda _: recording.claim_post(database, run_id, 0), range(12)))
     assert claims.count(True) == 1  # Slack is down: this attempt fails ...
     recording.mark_post_failed(database, run_id, "SlackApiError: fatal_error")
     assert recording.unposted_runs(database, now=SINCE) == [run_id]  # ... and it is retried at once
     assert recording.claim_post(database, run_id, 1)
+    assert recording.unposted_runs(database, now=SINCE) == []  # in flight again: not handed out twice
     recording.mark_posted(database, run_id, SINCE + timedelta(minutes=1))
     assert recording.unposted_runs(database, now=SINCE + timedelta(hours=1)) == []
     assert recording.pending_post(database, run_id) is None
