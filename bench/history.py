@@ -36,13 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from sqlalchemy import make_url, text
+from sqlalchemy import text
 
 from bench._report import finish
 from bot.services.history import history
 from bot.store import migrating
 from bot.store.database import Database
 from bot.store.history import HistoryRepository
+from tests.pgdatabase import temporary_database
 
 REPO = Path(__file__).resolve().parents[1]
 CAUSES = (
@@ -224,20 +225,6 @@ def postgres_server() -> Iterator[str]:
         subprocess.run(["bash", str(script), "stop", env["PG_TEST_DIR"]], check=False, env={**os.environ, **env})
 
 
-@contextmanager
-def postgres_database(admin_url: str) -> Iterator[str]:
-    admin = make_url(admin_url)
-    name = f"bench_history_{uuid.uuid4().hex[:8]}"
-    dsn = admin.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def run_backend(name: str, url: str, data: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]], runs: int) -> Any:
     migrating.upgrade(url)
     db = Database(url)
@@ -270,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {"incidents": len(data[0]), "diagnoses": len(data[1]), "clusters": len(CLUSTERS)}
     with tempfile.TemporaryDirectory(prefix="nsstuck-bench-") as tmp:
         figures["sqlite"] = run_backend("sqlite", f"sqlite:///{Path(tmp) / 'history.db'}", data, args.runs)
-    with postgres_server() as server, postgres_database(server) as url:
+    with postgres_server() as server, temporary_database(server, prefix="bench_history_") as url:
         figures["postgresql"] = run_backend("postgresql", url, data, args.runs)
     print("\nPostgreSQL plans of the list queries for one cluster:")
     for plan in figures["postgresql"]["plans"]:

@@ -9,16 +9,14 @@ NSSTUCK_REQUIRE_POSTGRES=1 (as in CI and `make test`), where it fails instead.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
-from sqlalchemy import make_url
 
 from bot.store import migrating
 from bot.store.database import Database
+from tests.pgdatabase import temporary_database
 
 pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin"]
 
@@ -40,16 +38,10 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'nsstuck.db'}"
         return
-    admin = make_url(_postgres_admin_url())
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    dsn = admin.set(drivername="postgresql").render_as_string(hide_password=False)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin = _postgres_admin_url()
+    assert admin is not None
+    with temporary_database(admin) as url:
+        yield url
 
 
 @pytest.fixture
