@@ -11,6 +11,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.errors import ConfigError
+from bot.store.audit import AuditLog
 from bot.store.repositories import DiagnosisRepository, IncidentRepository
 
 
@@ -64,6 +65,7 @@ class UnitOfWork:
         self.session = session
         self.incidents = IncidentRepository(session)
         self.diagnoses = DiagnosisRepository(session)
+        self.audit = AuditLog(session)
 
     def flush(self) -> None:
         self.session.flush()

@@ -16,6 +16,7 @@ from sqlalchemy import (
     MetaData,
     String,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -120,3 +121,144 @@ class DiagnosisRun(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     incident: Mapped[Incident | None] = relationship(back_populates="diagnoses")
+
+
+REQUEST_STATUSES = ("pending", "rejected", "expired", "stale", "executing", "applied", "failed")
+VOTE_DECISIONS = ("approve", "reject")
+
+
+class RemediationRequest(Base):
+    """A change to a cluster that someone asked for, bound to the diagnosis it came from.
+
+    Its status only moves by conditional updates (`... WHERE status = 'pending'`), so that however
+    many approvers, retries and replicas act at once, one of them makes each move.
+    """
+
+    __tablename__ = "remediation_requests"
+    __table_args__ = (
+        CheckConstraint(f"status IN {REQUEST_STATUSES!r}", name="status"),
+        CheckConstraint("required_approvals >= 1", name="required_approvals"),
+        Index(None, "status", "expires_at"),
+        Index(None, "incident_id"),
+        # one open request per remedy of a diagnosis: a double click files one
+        Index(
+            "uq_remediation_requests_pending_remedy",
+            "diagnosis_id",
+            "remedy_id",
+            unique=True,
+            sqlite_where=text("status = 'pending'"),
+            postgresql_where=text("status = 'pending'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    diagnosis_id: Mapped[int] = mapped_column(ForeignKey("diagnoses.id", ondelete="RESTRICT"))
+    incident_id: Mapped[int | None] = mapped_column(ForeignKey("incidents.id", ondelete="RESTRICT"))
+    cluster: Mapped[str] = mapped_column(String(63))
+    namespace: Mapped[str] = mapped_column(String(63))
+    remedy_id: Mapped[str] = mapped_column(String(32))
+    action: Mapped[str] = mapped_column(String(40))
+    risk: Mapped[str] = mapped_column(String(8))
+    description: Mapped[str] = mapped_column(String(500))
+    remedy: Mapped[dict[str, Any]] = mapped_column(JSON)  # the Remedy as JSON, targets included
+    requested_by: Mapped[str] = mapped_column(String(64))
+    requested_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    required_approvals: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status_reason: Mapped[str | None] = mapped_column(String(1000))
+    decided_at: Mapped[datetime | None]
+    # where the request lives in Slack
+    channel: Mapped[str | None] = mapped_column(String(32))
+    thread_ts: Mapped[str | None] = mapped_column(String(32))
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    # the execution: who holds it (a token per claim) and until when
+    execution_id: Mapped[str | None] = mapped_column(String(36))
+    execution_started_at: Mapped[datetime | None]
+    execution_deadline: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    # afterwards: following the namespace until it is gone or `follow_until` passes
+    follow_until: Mapped[datetime | None]
+    verified_at: Mapped[datetime | None]
+    verification: Mapped[str | None] = mapped_column(String(24))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+    votes: Mapped[list[RemediationVote]] = relationship(
+        back_populates="request", order_by="RemediationVote.id", passive_deletes="all"
+    )
+
+
+class RemediationVote(Base):
+    """One approver's decision on a request; one per person, however often they click."""
+
+    __tablename__ = "remediation_votes"
+    __table_args__ = (
+        UniqueConstraint("request_id", "user_id"),
+        CheckConstraint(f"decision IN {VOTE_DECISIONS!r}", name="decision"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    request_id: Mapped[int] = mapped_column(ForeignKey("remediation_requests.id", ondelete="RESTRICT"))
+    user_id: Mapped[str] = mapped_column(String(64))
+    decision: Mapped[str] = mapped_column(String(8))
+    decided_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    request: Mapped[RemediationRequest] = relationship(back_populates="votes")
+
+
+class Backup(Base):
+    """An object exactly as it was read right before nsstuck changed it. Never updated or deleted."""
+
+    __tablename__ = "backups"
+    __table_args__ = (Index(None, "request_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    request_id: Mapped[int] = mapped_column(ForeignKey("remediation_requests.id", ondelete="RESTRICT"))
+    cluster: Mapped[str] = mapped_column(String(63))
+    api_version: Mapped[str] = mapped_column(String(253))
+    kind: Mapped[str] = mapped_column(String(63))
+    namespace: Mapped[str | None] = mapped_column(String(63))
+    name: Mapped[str] = mapped_column(String(253))
+    uid: Mapped[str | None] = mapped_column(String(64))
+    resource_version: Mapped[str | None] = mapped_column(String(64))
+    taken_at: Mapped[datetime] = mapped_column(default=utcnow)
+    object: Mapped[dict[str, Any]] = mapped_column(JSON)
+    sha256: Mapped[str] = mapped_column(String(64))
+
+
+class AuditEntry(Base):
+    """One link of the audit chain. `hash` covers every other column and the previous entry's hash,
+    so a changed, removed or reordered entry breaks the chain where it happened.
+
+    Plain JSON (text), not JSONB: the stored document is what was hashed.
+    """
+
+    __tablename__ = "audit_entries"
+    __table_args__ = (
+        Index(None, "request_id"),
+        Index(None, "at"),
+    )
+
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    at: Mapped[datetime]
+    event: Mapped[str] = mapped_column(String(24))
+    actor: Mapped[str] = mapped_column(String(64))  # a Slack user id, or "nsstuck" for the bot itself
+    cluster: Mapped[str | None] = mapped_column(String(63))
+    namespace: Mapped[str | None] = mapped_column(String(63))
+    request_id: Mapped[int | None] = mapped_column(BigInteger)
+    objects: Mapped[list[Any]] = mapped_column(JSON)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditHead(Base):
+    """The one row that says where the chain ends: appenders lock it, so entries are written one
+    after the other, and a removed tail is noticed."""
+
+    __tablename__ = "audit_head"
+    __table_args__ = (CheckConstraint("id = 1", name="single_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    seq: Mapped[int] = mapped_column(BigInteger)
+    hash: Mapped[str] = mapped_column(String(64))
