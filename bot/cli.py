@@ -12,6 +12,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -21,6 +22,7 @@ from bot.settings import AppConfig, Settings, load_config, load_settings
 
 if TYPE_CHECKING:
     from bot.kube.connecting import ClusterTarget
+    from bot.store.database import Database
 
 log = logging.getLogger("nsstuck")
 
@@ -137,6 +139,13 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             ),
             scheduling.Job("follow-up-open-incidents", follow, IntervalTrigger(seconds=settings.follow_up_seconds)),
             scheduling.Job("prune-old-snapshots", prune, IntervalTrigger(hours=1)),
+            # expiry of requests, reconciliation of executions cut short by a crash, follow-through
+            scheduling.Job(
+                "remediation-chores",
+                bot.remediation.tick,
+                IntervalTrigger(seconds=min(settings.repost_seconds, 30.0)),
+                run_at_start=True,
+            ),
         ]
     )
     try:
@@ -219,18 +228,30 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
-    from bot.services.history import MAX_LIMIT, history
-    from bot.services.history_text import render_text
+def _migrated_database(ctx: Context) -> Database:
+    """The database of NSSTUCK_DATABASE_URL, refused (exit 2, one line) unless its schema is at head."""
     from bot.store import migrating
     from bot.store.database import Database
 
+    url = ctx.settings.database_url
+    current, head = migrating.current_revision(url), migrating.head_revision()
+    if current != head:
+        raise ConfigError(
+            "environment",
+            "NSSTUCK_DATABASE_URL",
+            f"the schema is at {current or 'nothing (an empty database)'}, not at head {head}: "
+            "run `nsstuck db upgrade`",
+        )
+    return Database(url)
+
+
+def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.services.history import MAX_LIMIT, history
+    from bot.services.history_text import render_text
+
     if not 1 <= args.limit <= MAX_LIMIT:
         raise UserError(f"--limit must be between 1 and {MAX_LIMIT}")
-    url = ctx.settings.database_url
-    if migrating.current_revision(url) != migrating.head_revision():
-        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", "the schema is not at head: run `nsstuck db upgrade`")
-    db = Database(url)
+    db = _migrated_database(ctx)
     try:
         result = history(db, cluster=args.cluster, namespace=args.namespace, open_only=args.open, limit=args.limit)
     finally:
@@ -239,6 +260,59 @@ def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
         ctx.print(json.dumps(result.to_json(), indent=2))
     else:
         ctx.out.write(render_text(result))
+    return 0
+
+
+def cmd_audit_verify(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.services.auditing import verify
+
+    db = _migrated_database(ctx)
+    try:
+        report = verify(db)
+    finally:
+        db.dispose()
+    for line in report.lines():
+        ctx.print(line)
+    return 0 if report.intact else 1
+
+
+def _iso_time(value: str) -> datetime:
+    """An ISO 8601 time for --since; without a zone it is UTC."""
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(f"--since {value!r} is not an ISO time (for example 2026-11-21T10:00:00Z)") from None
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at
+
+
+def cmd_audit_export(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.services.auditing import export
+
+    since = None if args.since is None else _iso_time(args.since)
+    if args.request is not None and args.request < 1:
+        raise UserError("--request must be a positive request id")
+    db = _migrated_database(ctx)
+    try:
+        for chunk in export(db, "csv" if args.csv else "json", since=since, request=args.request):
+            ctx.out.write(chunk)
+        ctx.out.flush()
+    finally:
+        db.dispose()
+    return 0
+
+
+def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.services.auditing import load_backup, render_backup
+
+    db = _migrated_database(ctx)
+    try:
+        backup = load_backup(db, args.id)
+    finally:
+        db.dispose()
+    ctx.out.write(render_backup(backup, raw=args.raw))
+    if not backup.intact:
+        print(f"nsstuck: backup {backup.id} does not match its sha256: it was changed after it was taken", file=ctx.err)
+        return 1
     return 0
 
 
@@ -335,20 +409,66 @@ def build_parser() -> argparse.ArgumentParser:
     digest_run.add_argument("--dry-run", action="store_true", help="print the digest instead of posting it")
     digest_run.set_defaults(handler=_not_built("digest run"))
 
-    audit = commands.add_parser("audit", help="the remediation audit trail", description="The audit trail.")
+    audit = commands.add_parser(
+        "audit",
+        help="the remediation audit trail and backups",
+        description="The audit trail: every remediation request, vote, backup, dry run and change, in an "
+        "append-only, hash-chained log (NSSTUCK_DATABASE_URL, migrated).",
+    )
     audit_commands = audit.add_subparsers(dest="audit_command", metavar="ACTION")
     audit_commands.required = True
-    export = audit_commands.add_parser("export", help="export the audit trail", description="Export it.")
+    export = audit_commands.add_parser(
+        "export",
+        help="export the audit trail (JSON or CSV)",
+        description="Write the audit trail to stdout in seq order, streamed: --json (the default) one "
+        'document {"schema": "nsstuck.audit/v1", "head": {"seq", "hash"}, "entries": [...]}, each entry '
+        "with seq, at, event, actor, cluster, namespace, request_id, objects, details, prev_hash, hash; "
+        "--csv a header and one row per entry, objects and details as compact JSON. An entry's hash is "
+        "sha256 of the compact, key-sorted JSON of its other fields, so an export can be re-checked "
+        "anywhere; keep one elsewhere to pin the head. Entries appended while exporting are left out.",
+    )
     fmt = export.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="JSON lines (default)")
-    fmt.add_argument("--csv", action="store_true", help="CSV")
-    export.set_defaults(handler=_not_built("audit export"))
+    fmt.add_argument("--json", action="store_true", help="one JSON document (the default)")
+    fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+    export.add_argument(
+        "--since",
+        metavar="ISO-TIME",
+        help="only entries at or after this time (e.g. 2026-11-21T10:00:00Z; UTC if no zone)",
+    )
+    export.add_argument("--request", type=int, metavar="ID", help="only the entries of this remediation request")
+    export.set_defaults(handler=cmd_audit_export)
     verify = audit_commands.add_parser(
         "verify",
-        help="verify the hash chain",
-        description="Verify the audit trail; exit 0 intact, 1 tampered.",
+        help="verify the hash chain and the backups",
+        description="Walk the hash chain from the start to the head and report each entry that was "
+        "changed, is missing or is out of order, a removed tail and an edited head; check that every "
+        "backup still matches its sha256 and the sha256 the trail recorded. Exit 0 intact, 1 tampered, "
+        "2 when the database is not migrated.",
     )
-    verify.set_defaults(handler=_not_built("audit verify"))
+    verify.set_defaults(handler=cmd_audit_verify)
+
+    backup = commands.add_parser(
+        "backup",
+        help="objects saved before a remediation changed them",
+        description="Backups: each object as it was read right before nsstuck changed it.",
+    )
+    backup_commands = backup.add_subparsers(dest="backup_command", metavar="ACTION")
+    backup_commands.required = True
+    show = backup_commands.add_parser(
+        "show",
+        help="print a backup as YAML",
+        description="Print backup ID as YAML, after comment lines naming the object, cluster, request, "
+        "when it was taken and its sha256, and whether the stored object still matches it. Without "
+        "--raw the fields the API server sets (uid, resourceVersion, creationTimestamp, generation, "
+        "managedFields, selfLink, deletionTimestamp, deletionGracePeriodSeconds, status) are left out, "
+        "so `kubectl create -f` recreates the object. Exit 0, 1 when the backup no longer matches its "
+        "sha256 (it is printed all the same), 2 when there is no such backup.",
+    )
+    show.add_argument(
+        "id", type=int, metavar="ID", help="the backup's id (the audit trail's backed_up entries list them)"
+    )
+    show.add_argument("--raw", action="store_true", help="the object exactly as it was read")
+    show.set_defaults(handler=cmd_backup_show)
 
     clusters = commands.add_parser("clusters", help="registered clusters", description="Registered clusters.")
     clusters_commands = clusters.add_subparsers(dest="clusters_command", metavar="ACTION")

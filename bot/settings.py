@@ -136,6 +136,8 @@ class ClusterConfig(_Strict):
     channels: tuple[Annotated[str, AfterValidator(_check_channel)], ...] = ()
     approvers: tuple[Annotated[str, AfterValidator(_check_approver)], ...] = ()
     required_approvals: int = Field(default=1, ge=1, le=10)
+    # remediation buttons for this cluster; it also needs at least one approver
+    remediation: bool = True
 
     @property
     def cluster_name(self) -> ClusterName:
@@ -363,6 +365,17 @@ class Settings(BaseSettings):
     repost_seconds: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_REPOST_SECONDS")
     # days after which stored snapshots are pruned (incidents, runs and their reports are kept)
     snapshot_retention_days: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_SNAPSHOT_RETENTION_DAYS")
+    # seconds a remediation request waits for its approvals before it expires
+    request_expiry_seconds: float = Field(default=3600.0, gt=0, validation_alias="NSSTUCK_REQUEST_EXPIRY_SECONDS")
+    # seconds an execution may take (re-check, backup, dry run, apply); past that, and a grace, it is
+    # reconciled against the live cluster as if its executor had died
+    execution_timeout_seconds: float = Field(
+        default=120.0, ge=1, le=3600, validation_alias="NSSTUCK_EXECUTION_TIMEOUT_SECONDS"
+    )
+    # seconds the namespace is followed after a change was applied, until it is gone
+    remediation_follow_seconds: float = Field(
+        default=900.0, gt=0, validation_alias="NSSTUCK_REMEDIATION_FOLLOW_SECONDS"
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -22,12 +23,14 @@ class Job:
     id: str
     func: Callable[[], Any]
     trigger: BaseTrigger
+    run_at_start: bool = False  # also once right away (start-up recovery work)
 
 
 def start(jobs: Iterable[Job] = ()) -> BackgroundScheduler:
     scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
     for job in jobs:
-        scheduler.add_job(job.func, job.trigger, id=job.id, name=job.id, replace_existing=True)
+        first: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if job.run_at_start else {}
+        scheduler.add_job(job.func, job.trigger, id=job.id, name=job.id, replace_existing=True, **first)
     scheduler.start()
     log.info("scheduler started with %d job(s)", len(scheduler.get_jobs()))
     return scheduler

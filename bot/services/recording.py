@@ -147,3 +147,19 @@ def prune_snapshots(db: Database, *, keep: timedelta, now: datetime | None = Non
     cutoff = (now or datetime.now(UTC)) - keep
     with db.unit_of_work() as uow:
         return uow.diagnoses.prune_snapshots(cutoff)
+
+
+def run_cluster(db: Database, run_id: int) -> str | None:
+    """The cluster a recorded diagnosis run was about."""
+    with db.unit_of_work() as uow:
+        run = uow.diagnoses.get(run_id)
+        return run.cluster if run is not None else None
+
+
+def incident_namespace_uid(db: Database, incident_id: int | None) -> str | None:
+    """The UID of the namespace an incident is about (a recreated namespace has another one)."""
+    if incident_id is None:
+        return None
+    with db.unit_of_work() as uow:
+        incident = uow.incidents.get(incident_id)
+        return incident.namespace_uid if incident is not None else None

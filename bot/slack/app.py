@@ -25,6 +25,8 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 from bot.domain.findings import Diagnosis
 from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
 from bot.kube.connecting import ClusterTarget
+from bot.remediation import policy
+from bot.remediation.requests import RequestView, open_requests
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from bot.services.followup import open_incidents
 from bot.services.history import history
@@ -33,10 +35,12 @@ from bot.services.recording import (
     attach_thread,
     claim_post,
     current_thread,
+    incident_namespace_uid,
     mark_post_failed,
     mark_posted,
     pending_post,
     record,
+    run_cluster,
     unposted_runs,
 )
 from bot.services.reporting import render_text
@@ -44,6 +48,8 @@ from bot.settings import AppConfig, Settings
 from bot.slack import blocks, history_blocks, parsing
 from bot.slack.metrics import Metrics
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
+from bot.slack.remediating import RemediationDesk
+from bot.slack.remediation_blocks import pending_lines
 from bot.slack.text import code, escape
 from bot.store.database import Database
 
@@ -112,6 +118,7 @@ class Bot:
         self.app.event("app_home_opened")(self._on_home_opened)
         self._workspace_url: str | None = None
         self.app.error(self._on_error)
+        self.remediation = RemediationDesk(self)
 
     def close(self) -> None:
         self.work.shutdown(wait=True, cancel_futures=False)
@@ -162,6 +169,7 @@ class Bot:
             open_incidents(self.deps.db),
             workspace_url=self._workspace(),
             now_seconds=lambda since: int((now - since).total_seconds()),
+            requests=pending_lines(open_requests(self.deps.db)),
         )
         self.client.views_publish(user_id=user, view=view)
 
@@ -179,6 +187,19 @@ class Bot:
             allowed = not cluster.channels or channel in cluster.channels
             lines.append(f"• {code(cluster.name)}" + ("" if allowed else " (not from this channel)"))
         return "Registered clusters:\n" + "\n".join(lines)
+
+    def cluster_target(self, name: str) -> ClusterTarget:
+        return ClusterTarget.from_config(self.deps.config.require_cluster(name), self.deps.config_path)
+
+    def run_cluster(self, run_id: int) -> str | None:
+        return run_cluster(self.deps.db, run_id)
+
+    def namespace_uid(self, view: RequestView) -> str | None:
+        return incident_namespace_uid(self.deps.db, view.incident_id)
+
+    def _remediation_on(self, cluster: str) -> bool:
+        found = [c for c in self.deps.config.clusters if c.name == cluster]
+        return bool(found) and policy.remediation_off(found[0]) is None
 
     def _diagnose_and_post(self, cluster_name: str, namespace: str, channel: str, user: str, respond: Respond) -> None:
         config = self.deps.config
@@ -232,7 +253,8 @@ class Bot:
             posted = self.post(channel, verdict, thread_ts=thread).result()
             if thread is None:
                 _, thread = attach_thread(self.deps.db, pending.incident_id, channel, str(posted["ts"]))
-            messages, cut = blocks.report_parts(diagnosis)
+            run_id = pending.run_id if self._remediation_on(diagnosis.cluster) else None
+            messages, cut = blocks.report_parts(diagnosis, run_id=run_id)
             futures = [self.post(channel, message, thread_ts=thread) for message in messages]
             if cut:
                 futures.append(self.upload_report(channel, thread, diagnosis))

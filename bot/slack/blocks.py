@@ -8,11 +8,12 @@ they are split over several sections, and the sections over as many thread messa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
+from bot.slack import ids
 from bot.slack.text import clip, code, escape, thread_url
 
 SECTION_LIMIT = 3000
@@ -34,6 +35,10 @@ _RISK = {
 class Message:
     text: str  # the notification and accessibility fallback
     blocks: tuple[Block, ...]
+
+
+def risk_label(risk: Risk) -> str:
+    return _RISK[risk]
 
 
 def human_seconds(seconds: int) -> str:
@@ -120,8 +125,24 @@ MAX_REMEDIES = 6
 MORE = "…and {n} more (the full report is attached)"
 
 
-def _finding_blocks(number: int, finding: Finding) -> tuple[list[Block], bool]:
-    """The blocks of one finding, and whether a list had to be cut."""
+def _request_buttons(run_id: int, numbered: list[tuple[int, Remedy]], *, block_id: str) -> Block | None:
+    """One "Request fix N" button per shown remedy that changes the cluster (N as numbered above)."""
+    elements = [
+        {
+            "type": "button",
+            "action_id": f"{ids.REQUEST_REMEDY}:{index}",  # unique within the block, as Slack requires
+            "value": f"{run_id}:{remedy.id}",
+            "text": {"type": "plain_text", "text": f"Request fix {index}", "emoji": True},
+        }
+        for index, remedy in numbered
+        if remedy.requires_approval
+    ]
+    return {"type": "actions", "block_id": block_id, "elements": elements} if elements else None
+
+
+def _finding_blocks(number: int, finding: Finding, *, run_id: int | None = None) -> tuple[list[Block], bool]:
+    """The blocks of one finding, and whether a list had to be cut. With `run_id`, the remedies that
+    change the cluster get a button that files a remediation request."""
     flag = "blocking" if finding.blocking else "not blocking"
     cut = False
     blocks = [_section(f"*{number}. {code(finding.cause.value)}* ({flag}): {escape(finding.summary)}")]
@@ -139,14 +160,20 @@ def _finding_blocks(number: int, finding: Finding) -> tuple[list[Block], bool]:
     if finding.remedies:
         numbered = list(enumerate(finding.remedies, 1))
         lines: list[str] = []
-        for index, remedy in numbered[: MAX_REMEDIES - 1]:
+        shown = numbered[: MAX_REMEDIES - 1]
+        for index, remedy in shown:
             lines.extend(_remedy_lines(remedy, index))
         if len(numbered) > MAX_REMEDIES:
             lines.append(MORE.format(n=len(numbered) - MAX_REMEDIES))
             cut = True
         if len(numbered) >= MAX_REMEDIES:  # the last one (often the last resort) always stays visible
             lines.extend(_remedy_lines(numbered[-1][1], numbered[-1][0]))
+            shown = [*shown, numbered[-1]]
         blocks.extend(_sections("Remedies, safest first", lines))
+        if run_id is not None:
+            buttons = _request_buttons(run_id, shown, block_id=f"remedies:{run_id}:{number}")
+            if buttons is not None:
+                blocks.append(buttons)
     blocks.append({"type": "divider"})
     return blocks, cut
 
@@ -156,15 +183,16 @@ def report(diagnosis: Diagnosis) -> list[Message]:
     return report_parts(diagnosis)[0]
 
 
-def report_parts(diagnosis: Diagnosis) -> tuple[list[Message], bool]:
-    """The thread messages, and whether anything was cut (the full report then goes along as a file)."""
+def report_parts(diagnosis: Diagnosis, *, run_id: int | None = None) -> tuple[list[Message], bool]:
+    """The thread messages, and whether anything was cut (the full report then goes along as a file).
+    With the diagnosis run's id, remedies that change the cluster get request buttons."""
     blocks: list[Block] = []
     cut = False
     if not diagnosis.complete:
         gaps = [f"• {escape(str(g))}" for g in diagnosis.gaps]
         blocks.extend(_sections(":warning: Incomplete evidence, so no force-finalize is offered", gaps))
     for number, finding in enumerate(diagnosis.findings, 1):
-        finding_blocks, finding_cut = _finding_blocks(number, finding)
+        finding_blocks, finding_cut = _finding_blocks(number, finding, run_id=run_id)
         blocks.extend(finding_blocks)
         cut = cut or finding_cut
     if not blocks:
@@ -202,8 +230,15 @@ def ephemeral(text: str) -> Message:
     return Message(text=text, blocks=(_section(text),))
 
 
-def home(incidents: list[Any], *, workspace_url: str, now_seconds: Callable[[Any], int]) -> dict[str, Any]:
-    """The App Home tab: the open incidents, oldest first, each with a link to its thread."""
+def home(
+    incidents: list[Any],
+    *,
+    workspace_url: str,
+    now_seconds: Callable[[Any], int],
+    requests: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The App Home tab: the open incidents, oldest first, each with a link to its thread, and the
+    remediation requests that wait for approval (as lines)."""
     items: list[Block] = [
         {"type": "header", "text": {"type": "plain_text", "text": "Stuck namespaces"}},
     ]
@@ -220,5 +255,8 @@ def home(incidents: list[Any], *, workspace_url: str, now_seconds: Callable[[Any
         items.append(_section(line))
     if len(incidents) > len(shown):
         items.append(_context(f"…and {len(incidents) - len(shown)} more (`/nsstuck history` lists them all)"))
+    if requests:
+        items.append({"type": "header", "text": {"type": "plain_text", "text": "Changes waiting for approval"}})
+        items.extend(_sections("Requests", list(requests))[:10])
     items.append(_context("Updated when you open this tab."))
     return {"type": "home", "blocks": items}

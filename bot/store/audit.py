@@ -3,24 +3,49 @@
 Appending locks the single `audit_head` row first (an UPDATE), so entries from concurrent
 transactions, threads and replicas are written strictly one after the other; the entry commits or
 rolls back together with the state change it records, in the caller's unit of work.
+
+Reading (`records`, `verify`) pages through the chain by seq, a page per statement, so that a chain
+of any length is checked and exported in constant memory. Verification walks the entries from
+GENESIS up to the head as it was when the walk began (entries appended meanwhile are left for the
+next run) and reports each break where it happened:
+
+- an entry whose stored content no longer hashes to its stored hash: "entry N was changed";
+- a gap in seq: "entry N is missing";
+- an entry that hashes correctly only under another seq, found by following its prev_hash back to
+  the entry it was written after: "entry N is out of order: it was written as entry M";
+- an intact entry whose prev_hash is not the hash of the entry before it (that entry was rewritten
+  with a recomputed hash, or the entry it was chained after now sits elsewhere);
+- a head row (`audit_head`) that the last entry does not match: a removed tail ("the last K entries
+  are missing"), an edited head, or entries that lie beyond the head.
+
+The hash is not keyed: someone who can rewrite the tables can rewrite the whole chain and the head
+consistently. What they cannot do is make it agree with a head exported earlier
+(`nsstuck audit export` carries the head), which is why exports are worth keeping elsewhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from bot.store.models import AuditEntry, AuditHead, utcnow
 
 GENESIS = "0" * 64
 SYSTEM_ACTOR = "nsstuck"
+
+# entries read per statement when walking or exporting the chain
+PAGE_SIZE = 500
+# problems a verification keeps in detail (it counts them all); a wholesale rewrite would otherwise
+# produce one line, and one record in memory, per entry of the chain
+MAX_PROBLEMS = 1000
 
 # The events of the trail (the issue's list, plus the start of an execution and a reconciliation).
 EVENTS = (
@@ -166,3 +191,333 @@ class AuditLog:
     def head(self) -> tuple[int, str]:
         row = self._session.execute(select(AuditHead.seq, AuditHead.hash).where(AuditHead.id == 1)).one()
         return int(row.seq), str(row.hash)
+
+    def find_head(self) -> tuple[int, str] | None:
+        """The head row, or None when it is gone (which only tampering does)."""
+        row = self._session.execute(select(AuditHead.seq, AuditHead.hash).where(AuditHead.id == 1)).one_or_none()
+        return None if row is None else (int(row.seq), str(row.hash))
+
+    def records(
+        self,
+        *,
+        through: int | None = None,
+        since: datetime | None = None,
+        request_id: int | None = None,
+        event: str | None = None,
+        page_size: int = PAGE_SIZE,
+    ) -> Iterator[AuditRecord]:
+        """The entries in seq order, read a page at a time (keyset on seq, one statement per page).
+
+        `through` stops at that seq (inclusive); `since` keeps entries at or after that time;
+        `request_id` keeps the entries of one remediation request, `event` those of one event. Keep
+        the session open while iterating.
+        """
+        if page_size < 1:
+            raise ValueError("page_size must be positive")
+        if since is not None and since.tzinfo is None:
+            raise ValueError("since must be timezone-aware")
+        after: int | None = None
+        while True:
+            query = select(*_RECORD_COLUMNS).order_by(AuditEntry.seq).limit(page_size)
+            if after is not None:
+                query = query.where(AuditEntry.seq > after)
+            if through is not None:
+                query = query.where(AuditEntry.seq <= through)
+            if since is not None:
+                query = query.where(AuditEntry.at >= since)
+            if request_id is not None:
+                query = query.where(AuditEntry.request_id == request_id)
+            if event is not None:
+                query = query.where(AuditEntry.event == event)
+            rows = self._session.execute(query).all()
+            for row in rows:
+                yield AuditRecord(
+                    seq=int(row.seq),
+                    at=row.at,
+                    event=row.event,
+                    actor=row.actor,
+                    cluster=row.cluster,
+                    namespace=row.namespace,
+                    request_id=None if row.request_id is None else int(row.request_id),
+                    objects=list(row.objects),
+                    details=dict(row.details),
+                    prev_hash=row.prev_hash,
+                    hash=row.hash,
+                )
+            if len(rows) < page_size:
+                return
+            after = int(rows[-1].seq)
+
+    def _hashes(self, page_size: int) -> Iterator[tuple[int, str]]:
+        """(seq, hash) of every entry, in seq order, a page at a time."""
+        after: int | None = None
+        while True:
+            query = select(AuditEntry.seq, AuditEntry.hash).order_by(AuditEntry.seq).limit(page_size)
+            if after is not None:
+                query = query.where(AuditEntry.seq > after)
+            rows = self._session.execute(query).all()
+            for row in rows:
+                yield int(row.seq), str(row.hash)
+            if len(rows) < page_size:
+                return
+            after = int(rows[-1].seq)
+
+    def _beyond(self, seq: int) -> tuple[int, int | None, int | None]:
+        """How many entries lie after `seq`, and the first and last of them."""
+        row = self._session.execute(
+            select(func.count(), func.min(AuditEntry.seq), func.max(AuditEntry.seq)).where(AuditEntry.seq > seq)
+        ).one()
+        count, low, high = row
+        return int(count), None if low is None else int(low), None if high is None else int(high)
+
+    def verify(self, *, page_size: int = PAGE_SIZE, max_problems: int = MAX_PROBLEMS) -> ChainReport:
+        """Walk the chain from GENESIS to the head and report every break (see the module docstring)."""
+        head = self.find_head()
+        through = None if head is None else head[0]
+        problems = _Problems(max_problems)
+        suspects: dict[int, _Suspect] = {}
+        prev_seq, prev_hash, prev_sound = 0, GENESIS, True
+        last: AuditRecord | None = None
+        walked = 0
+        for record in self.records(through=through, page_size=page_size):
+            if record.seq < 1:
+                problems.add(record.seq, f"entry {record.seq} is not part of the chain (its seq is below 1)")
+                continue
+            walked += 1
+            sound = record.recomputed_hash() == record.hash
+            gap = record.seq > prev_seq + 1
+            if gap:
+                problems.add(prev_seq + 1, _missing(prev_seq + 1, record.seq - 1))
+            # after a gap the link cannot hold, and after a changed entry its break is that entry's problem
+            broken_link = record.prev_hash != prev_hash and not gap and prev_sound
+            if not sound or broken_link:
+                if len(suspects) < max_problems:
+                    suspects[record.seq] = _Suspect(record, sound)
+                else:
+                    problems.add(record.seq, f"entry {record.seq} was changed or does not link to entry {prev_seq}")
+            prev_seq, prev_hash, prev_sound, last = record.seq, record.hash, sound, record
+        for seq, text in _explain(suspects, self._locate({s.record.prev_hash for s in suspects.values()}, page_size)):
+            problems.add(seq, text)
+
+        tail: list[str] = []
+        if head is None:
+            tail.append("the head row (audit_head) is missing")
+        else:
+            head_seq, head_hash = head
+            if prev_seq < head_seq:
+                if head_seq - prev_seq == 1:
+                    tail.append(f"the last entry is missing ({head_seq}): the head says the chain ends there")
+                else:
+                    tail.append(
+                        f"the last {head_seq - prev_seq} entries are missing ({prev_seq + 1}-{head_seq}): "
+                        f"the head says the chain ends at entry {head_seq}"
+                    )
+            elif (last.hash if last is not None else GENESIS) != head_hash:
+                tail.append(
+                    f"the head row does not match entry {head_seq} (head hash {head_hash[:12]}, entry hash "
+                    f"{(last.hash if last is not None else GENESIS)[:12]}): one of them was changed"
+                )
+            count, low, high = self._beyond(head_seq)
+            if count and high is not None:
+                now = self.find_head()
+                if now is None or now[0] < high:  # not entries appended while we walked
+                    where = f"seq {low}" if low == high else f"seq {low}-{high}"
+                    tail.append(
+                        f"{count} {'entry lies' if count == 1 else 'entries lie'} beyond the head ({where}, "
+                        f"the head says {head_seq}): the head row was changed, or entries were added behind its back"
+                    )
+        return ChainReport(
+            entries=walked,
+            head=head,
+            problems=(*problems.sorted(), *tail),
+            problem_count=problems.count + len(tail),
+        )
+
+    def _locate(self, hashes: set[str], page_size: int) -> dict[str, int]:
+        """Where (seq) the entries with these hashes are now; one pass, only when something is wrong."""
+        wanted = hashes - {GENESIS}
+        found: dict[str, int] = {}
+        if not wanted:
+            return found
+        for seq, digest in self._hashes(page_size):
+            if digest in wanted and digest not in found:
+                found[digest] = seq
+        return found
+
+
+_RECORD_COLUMNS = (
+    AuditEntry.seq,
+    AuditEntry.at,
+    AuditEntry.event,
+    AuditEntry.actor,
+    AuditEntry.cluster,
+    AuditEntry.namespace,
+    AuditEntry.request_id,
+    AuditEntry.objects,
+    AuditEntry.details,
+    AuditEntry.prev_hash,
+    AuditEntry.hash,
+)
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    """One entry as stored, detached from the session (plain values, usable after it closes)."""
+
+    seq: int
+    at: datetime
+    event: str
+    actor: str
+    cluster: str | None
+    namespace: str | None
+    request_id: int | None
+    objects: list[Any]
+    details: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+    def recomputed_hash(self, *, seq: int | None = None) -> str:
+        """The hash of the stored content (under another seq, to recognise an entry that was moved)."""
+        return entry_hash(
+            seq=self.seq if seq is None else seq,
+            at=self.at,
+            event=self.event,
+            actor=self.actor,
+            cluster=self.cluster,
+            namespace=self.namespace,
+            request_id=self.request_id,
+            objects=self.objects,
+            details=self.details,
+            prev_hash=self.prev_hash,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The exported form; `at` is the canonical time, so the hash can be recomputed from it."""
+        return {
+            "seq": self.seq,
+            "at": canonical_time(self.at),
+            "event": self.event,
+            "actor": self.actor,
+            "cluster": self.cluster,
+            "namespace": self.namespace,
+            "request_id": self.request_id,
+            "objects": self.objects,
+            "details": self.details,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        }
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    """The outcome of `AuditLog.verify`: `problems` holds at most `max_problems` lines plus the head's."""
+
+    entries: int
+    head: tuple[int, str] | None
+    problems: tuple[str, ...]
+    problem_count: int
+
+    @property
+    def intact(self) -> bool:
+        return self.problem_count == 0
+
+
+@dataclass(frozen=True)
+class _Suspect:
+    record: AuditRecord
+    sound: bool  # its content still hashes to its stored hash (then only its link is broken)
+
+
+@dataclass
+class _Problems:
+    """Counts every problem, keeps the `limit` with the lowest seqs (a heap: constant memory)."""
+
+    limit: int
+    count: int = 0
+    _heap: list[tuple[int, int, str]] = field(default_factory=list)  # (-seq, -order, text): largest on top
+
+    def add(self, seq: int, text: str) -> None:
+        self.count += 1
+        item = (-seq, -self.count, text)
+        if len(self._heap) < self.limit:
+            heapq.heappush(self._heap, item)
+        elif item > self._heap[0]:
+            heapq.heapreplace(self._heap, item)
+
+    def sorted(self) -> list[str]:
+        return [text for _, _, text in sorted(self._heap, reverse=True)]
+
+
+def _missing(first: int, last: int) -> str:
+    return f"entry {first} is missing" if first == last else f"entries {first}-{last} are missing"
+
+
+def _explain(suspects: dict[int, _Suspect], located: dict[str, int]) -> Iterator[tuple[int, str]]:
+    """One line per suspect entry: moved (with where it was written), changed, or unlinked."""
+    original: dict[int, int | None] = {}
+
+    def original_seq(seq: int) -> int | None:
+        """The seq an entry was written with: its own when it is sound, else found through its links.
+
+        Follows prev_hash back to an entry whose seq is known (a sound one, or GENESIS), then
+        works forward: an entry written after entry M was written as M + 1, if its hash agrees.
+        Iterative, since a renumbered stretch makes a long path.
+        """
+        path: list[int] = []
+        on_path: set[int] = set()
+        current = seq
+        base: int | None
+        while True:
+            suspect = suspects.get(current)
+            if suspect is None or suspect.sound:
+                base = current
+                break
+            if current in original:
+                base = original[current]
+                break
+            if current in on_path:  # forged links that go round in a circle
+                base = None
+                break
+            path.append(current)
+            on_path.add(current)
+            prev_hash = suspect.record.prev_hash
+            if prev_hash == GENESIS:
+                base = 0
+                break
+            if prev_hash not in located:
+                base = None
+                break
+            current = located[prev_hash]
+        for step in reversed(path):
+            record = suspects[step].record
+            # besides the link: renumbered by one, around a removed or an inserted row
+            candidates = ([] if base is None else [base + 1]) + [step - 1, step + 1]
+            base = next(
+                (c for c in candidates if c != step and record.recomputed_hash(seq=c) == record.hash),
+                None,
+            )
+            original[step] = base
+        return original.get(seq)
+
+    for seq in sorted(suspects):
+        record = suspects[seq].record
+        if not suspects[seq].sound:
+            written = original_seq(seq)
+            text = (
+                f"entry {seq} was changed"
+                if written is None
+                else f"entry {seq} is out of order: it was written as entry {written}"
+            )
+        elif record.prev_hash == GENESIS:
+            text = f"entry {seq} is out of order: it was chained as the first entry, not after entry {seq - 1}"
+        elif record.prev_hash in located:
+            text = (
+                f"entry {seq} is out of order: it was chained after the entry now at seq {located[record.prev_hash]}, "
+                f"not after entry {seq - 1}"
+            )
+        else:
+            text = (
+                f"entry {seq} does not link to entry {seq - 1}: entry {seq - 1} was rewritten "
+                "(with a recomputed hash) or replaced"
+            )
+        yield seq, text

@@ -12,6 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from bot.errors import ConfigError
 from bot.store.audit import AuditLog
+from bot.store.backups import BackupRepository
+from bot.store.remediation import RequestRepository
 from bot.store.repositories import DiagnosisRepository, IncidentRepository
 
 
@@ -66,6 +68,8 @@ class UnitOfWork:
         self.incidents = IncidentRepository(session)
         self.diagnoses = DiagnosisRepository(session)
         self.audit = AuditLog(session)
+        self.backups = BackupRepository(session)
+        self.requests = RequestRepository(session)
 
     def flush(self) -> None:
         self.session.flush()

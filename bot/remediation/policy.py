@@ -1,0 +1,72 @@
+"""Who may change a cluster, and how many must agree. Pure: the Slack user groups are resolved by
+whoever calls (a function from group id to member ids is passed in)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from bot.domain.findings import Action, Diagnosis, Remedy
+from bot.settings import ClusterConfig
+
+# Force-finalizing orphans whatever is left in the namespace: never on one person's word.
+FORCE_FINALIZE_MIN_APPROVALS = 2
+
+GroupMembers = Callable[[str], Iterable[str]]
+
+
+def is_group(approver: str) -> bool:
+    """Slack user group ids start with S; users with U or W."""
+    return approver.startswith("S")
+
+
+def remediation_off(cluster: ClusterConfig) -> str | None:
+    """Why remediation cannot be requested on this cluster, or None when it can."""
+    if not cluster.remediation:
+        return f"Remediation is switched off for cluster `{cluster.name}`."
+    if not cluster.approvers:
+        return f"Cluster `{cluster.name}` has no approvers configured, so nothing can be approved there."
+    return None
+
+
+def required_approvals(cluster: ClusterConfig, action: Action) -> int:
+    if action is Action.FORCE_FINALIZE_NAMESPACE:
+        return max(cluster.required_approvals, FORCE_FINALIZE_MIN_APPROVALS)
+    return cluster.required_approvals
+
+
+def cannot_request(diagnosis: Diagnosis, remedy: Remedy) -> str | None:
+    """Why this remedy cannot be filed as a request, or None."""
+    if not remedy.action.changes_cluster:
+        return "This remedy does not change the cluster; there is nothing to approve."
+    if remedy.action is Action.FORCE_FINALIZE_NAMESPACE and not diagnosis.complete:
+        return "Force-finalizing needs complete evidence, and this diagnosis is incomplete."
+    if not remedy.targets:
+        return "This remedy names no object to change."
+    return None
+
+
+def eligible_approvers(approvers: Iterable[str], members: GroupMembers) -> frozenset[str]:
+    """Every user id the configured approvers stand for (groups expanded)."""
+    users: set[str] = set()
+    for approver in approvers:
+        if is_group(approver):
+            users.update(members(approver))
+        else:
+            users.add(approver)
+    return frozenset(users)
+
+
+def cannot_approve(user: str, *, requester: str, approvers: frozenset[str]) -> str | None:
+    """Why `user` may not approve, or None."""
+    if user == requester:
+        return "You asked for this change, so your approval does not count: someone else has to approve it."
+    if user not in approvers:
+        return "You are not an approver for this cluster."
+    return None
+
+
+def cannot_reject(user: str, *, requester: str, approvers: frozenset[str]) -> str | None:
+    """Approvers may reject; the requester may withdraw their own request."""
+    if user == requester or user in approvers:
+        return None
+    return "Only an approver for this cluster (or whoever asked) can reject this request."

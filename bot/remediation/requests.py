@@ -1,0 +1,332 @@
+"""Filing remediation requests and deciding on them.
+
+Each decision is one transaction: the request's row is held first (a conditional UPDATE, so votes on
+one request are counted one at a time on every database), the vote goes in (one per person), and
+the move to `executing` is itself conditional: of any number of concurrent approvals, exactly one
+sees its update change the row, and only that one gets an execution id to run with.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from bot.domain.findings import Diagnosis, NamespaceState, Remedy
+from bot.errors import UserError
+from bot.remediation import policy
+from bot.settings import ClusterConfig
+from bot.store.audit import SYSTEM_ACTOR
+from bot.store.database import Database, UnitOfWork
+from bot.store.models import RemediationRequest
+
+TERMINAL = ("rejected", "expired", "stale", "applied", "failed")
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """A request as plain values, for messages and for the executor."""
+
+    id: int
+    diagnosis_id: int
+    incident_id: int | None
+    cluster: str
+    namespace: str
+    remedy: Remedy
+    requested_by: str
+    requested_at: datetime
+    expires_at: datetime
+    required_approvals: int
+    approvals: tuple[str, ...]
+    status: str
+    status_reason: str | None
+    channel: str | None
+    thread_ts: str | None
+    message_ts: str | None
+    execution_id: str | None
+    execution_deadline: datetime | None
+    follow_until: datetime | None
+    verification: str | None
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        return [t.to_json() for t in self.remedy.targets]
+
+    @property
+    def last_approver(self) -> str:
+        return self.approvals[-1] if self.approvals else SYSTEM_ACTOR
+
+
+def view_of(uow: UnitOfWork, request: RemediationRequest) -> RequestView:
+    return RequestView(
+        id=request.id,
+        diagnosis_id=request.diagnosis_id,
+        incident_id=request.incident_id,
+        cluster=request.cluster,
+        namespace=request.namespace,
+        remedy=Remedy.from_json(request.remedy),
+        requested_by=request.requested_by,
+        requested_at=request.requested_at,
+        expires_at=request.expires_at,
+        required_approvals=request.required_approvals,
+        approvals=tuple(uow.requests.approvers(request.id)),
+        status=request.status,
+        status_reason=request.status_reason,
+        channel=request.channel,
+        thread_ts=request.thread_ts,
+        message_ts=request.message_ts,
+        execution_id=request.execution_id,
+        execution_deadline=request.execution_deadline,
+        follow_until=request.follow_until,
+        verification=request.verification,
+    )
+
+
+def load(db: Database, request_id: int) -> RequestView | None:
+    with db.unit_of_work() as uow:
+        request = uow.requests.get(request_id)
+        return view_of(uow, request) if request is not None else None
+
+
+def audit(uow: UnitOfWork, view: RequestView, event: str, *, actor: str, **details: Any) -> None:
+    """One audit entry about a request, with its cluster, namespace and objects."""
+    uow.audit.append(
+        event,
+        actor=actor,
+        cluster=view.cluster,
+        namespace=view.namespace,
+        request_id=view.id,
+        objects=view.objects,
+        details={"action": view.remedy.action.value, "requested_by": view.requested_by, **details},
+    )
+
+
+# -- filing ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Filed:
+    view: RequestView
+    created: bool  # False: the same remedy of the same diagnosis was pending already
+
+
+def find_remedy(diagnosis: Diagnosis, remedy_id: str) -> Remedy | None:
+    for finding in diagnosis.findings:
+        for remedy in finding.remedies:
+            if remedy.id == remedy_id:
+                return remedy
+    return None
+
+
+def file_request(
+    db: Database,
+    *,
+    run_id: int,
+    remedy_id: str,
+    user: str,
+    cluster: ClusterConfig,
+    now: datetime,
+    expires_after: timedelta,
+    channel: str | None,
+    thread_ts: str | None,
+) -> Filed:
+    """File a request for one remedy of one recorded diagnosis. Raises UserError, saying why not."""
+    off = policy.remediation_off(cluster)
+    if off:
+        raise UserError(off)
+    with db.unit_of_work() as uow:
+        run = uow.diagnoses.get(run_id)
+        if run is None or run.cluster != cluster.name:
+            raise UserError("That diagnosis is not on record any more; run `/nsstuck` again.")
+        diagnosis = Diagnosis.from_json(run.report)
+        if diagnosis.state is not NamespaceState.TERMINATING:
+            raise UserError("That namespace was not stuck when it was diagnosed; there is nothing to fix.")
+        remedy = find_remedy(diagnosis, remedy_id)
+        if remedy is None:
+            raise UserError("That remedy is not part of this diagnosis.")
+        refusal = policy.cannot_request(diagnosis, remedy)
+        if refusal:
+            raise UserError(refusal)
+        if run.incident_id is not None:
+            incident = uow.incidents.get(run.incident_id)
+            if incident is not None and incident.status != "open":
+                raise UserError(f"`{diagnosis.namespace}` is gone already; nothing to change.")
+        request, created = uow.requests.file(
+            {
+                "diagnosis_id": run.id,
+                "incident_id": run.incident_id,
+                "cluster": cluster.name,
+                "namespace": diagnosis.namespace,
+                "remedy_id": remedy.id,
+                "action": remedy.action.value,
+                "risk": remedy.risk.value,
+                "description": remedy.description[:500],
+                "remedy": remedy.to_json(),
+                "requested_by": user,
+                "expires_at": now + expires_after,
+                "required_approvals": policy.required_approvals(cluster, remedy.action),
+                "channel": channel,
+                "thread_ts": thread_ts,
+            }
+        )
+        view = view_of(uow, request)
+        if created:
+            audit(
+                uow,
+                view,
+                "requested",
+                actor=user,
+                diagnosis_id=run.id,
+                remedy_id=remedy.id,
+                risk=remedy.risk.value,
+                description=remedy.description,
+                commands=list(remedy.commands),
+                leaves_behind=list(remedy.leaves_behind),
+                required_approvals=view.required_approvals,
+                expires_at=view.expires_at.isoformat(),
+            )
+        return Filed(view, created)
+
+
+def set_message(db: Database, request_id: int, channel: str, message_ts: str) -> None:
+    with db.unit_of_work() as uow:
+        uow.requests.set_fields(request_id, channel=channel, message_ts=message_ts)
+
+
+# -- deciding ----------------------------------------------------------------------------------
+
+
+class VoteKind(StrEnum):
+    APPROVED = "approved"  # counted; more approvals are needed
+    EXECUTE = "execute"  # this vote completed the approvals: run the change with `execution_id`
+    REJECTED = "rejected"
+    REFUSED = "refused"  # this person may not decide (recorded)
+    DUPLICATE = "duplicate"  # this person decided already
+    EXPIRED = "expired"  # too late: the request expired (now, or before)
+    CLOSED = "closed"  # the request is no longer pending (executing, applied, rejected, ...)
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Vote:
+    kind: VoteKind
+    view: RequestView | None
+    message: str = ""
+    execution_id: str | None = None
+
+
+def decide(
+    db: Database,
+    request_id: int,
+    *,
+    user: str,
+    approve: bool,
+    approvers: frozenset[str],
+    now: datetime,
+    execution_timeout: timedelta,
+) -> Vote:
+    """One click on Approve or Reject, decided in one transaction."""
+    with db.unit_of_work() as uow:
+        request = uow.requests.get(request_id)
+        if request is None:
+            return Vote(VoteKind.UNKNOWN, None, "That request is not on record.")
+        view = view_of(uow, request)
+        if view.status != "pending":
+            return Vote(VoteKind.CLOSED, view, _closed_message(view))
+        if view.expires_at <= now:
+            if uow.requests.move(request_id, from_status="pending", to_status="expired", decided_at=now):
+                view = _reload(uow, request_id)
+                audit(uow, view, "expired", actor=SYSTEM_ACTOR, expired_at=view.expires_at.isoformat())
+            return Vote(VoteKind.EXPIRED, _reload(uow, request_id), "This request has expired; request it again.")
+        decision = "approve" if approve else "reject"
+        if approve:
+            refusal = policy.cannot_approve(user, requester=view.requested_by, approvers=approvers)
+        else:
+            refusal = policy.cannot_reject(user, requester=view.requested_by, approvers=approvers)
+        if refusal:
+            audit(uow, view, "refused", actor=user, decision=decision, reason=refusal)
+            return Vote(VoteKind.REFUSED, view, refusal)
+        if not uow.requests.hold(request_id):  # it left `pending` since we read it
+            return Vote(VoteKind.CLOSED, _reload(uow, request_id), _closed_message(_reload(uow, request_id)))
+        if not approve:
+            uow.requests.add_vote(request_id, user, "reject", now)
+            uow.requests.move(
+                request_id,
+                from_status="pending",
+                to_status="rejected",
+                decided_at=now,
+                status_reason=f"rejected by <@{user}>",
+            )
+            view = _reload(uow, request_id)
+            audit(uow, view, "rejected", actor=user)
+            return Vote(VoteKind.REJECTED, view)
+        if not uow.requests.add_vote(request_id, user, "approve", now):
+            return Vote(VoteKind.DUPLICATE, view, "You have decided on this request already.")
+        approvals = uow.requests.count_approvals(request_id)
+        if approvals < view.required_approvals:
+            view = _reload(uow, request_id)
+            audit(uow, view, "approved", actor=user, approvals=approvals, required=view.required_approvals)
+            return Vote(VoteKind.APPROVED, view)
+        execution_id = str(uuid.uuid4())
+        moved = uow.requests.move(
+            request_id,
+            from_status="pending",
+            to_status="executing",
+            decided_at=now,
+            execution_id=execution_id,
+            execution_deadline=now + execution_timeout,
+        )
+        if not moved:  # pragma: no cover - impossible while we hold the row
+            raise RuntimeError(f"request {request_id} left pending while held")
+        view = _reload(uow, request_id)
+        audit(
+            uow,
+            view,
+            "approved",
+            actor=user,
+            approvals=approvals,
+            required=view.required_approvals,
+            approved_by=list(view.approvals),
+            execution_id=execution_id,
+        )
+        return Vote(VoteKind.EXECUTE, view, execution_id=execution_id)
+
+
+def _reload(uow: UnitOfWork, request_id: int) -> RequestView:
+    request = uow.requests.get(request_id)
+    if request is None:  # pragma: no cover - requests are never deleted
+        raise LookupError(f"request {request_id} vanished")
+    return view_of(uow, request)
+
+
+def _closed_message(view: RequestView) -> str:
+    return {
+        "executing": "This change is being made right now.",
+        "applied": "This change was made already.",
+        "failed": "This change was tried and failed; see the thread.",
+        "rejected": "This request was rejected.",
+        "expired": "This request has expired; request it again.",
+        "stale": "This request went stale (the cluster changed); run `/nsstuck` again and request it anew.",
+    }.get(view.status, f"This request is {view.status}.")
+
+
+def expire_due(db: Database, now: datetime) -> list[RequestView]:
+    """Expire every pending request past its time (once across replicas); returns the expired."""
+    expired: list[RequestView] = []
+    with db.unit_of_work() as uow:
+        due = uow.requests.due_to_expire(now)
+    for request_id in due:
+        with db.unit_of_work() as uow:
+            if uow.requests.move(request_id, from_status="pending", to_status="expired", decided_at=now):
+                view = _reload(uow, request_id)
+                audit(uow, view, "expired", actor=SYSTEM_ACTOR, expired_at=view.expires_at.isoformat())
+                expired.append(view)
+    return expired
+
+
+def open_requests(db: Database) -> Sequence[RequestView]:
+    with db.unit_of_work() as uow:
+        return [view_of(uow, r) for r in uow.requests.open_requests()]

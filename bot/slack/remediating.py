@@ -1,0 +1,239 @@
+"""The remediation listeners: a remedy's button files a request in the thread, approvers decide with
+buttons, and the outcome is said in the same thread. Every listener acknowledges first (Slack wants
+an answer within 3 s); refusals are ephemeral, and every decision lives in the database."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt import Ack, Respond
+from slack_sdk.errors import SlackApiError
+
+from bot.errors import UnknownClusterError, UserError
+from bot.remediation import policy
+from bot.remediation.executing import Executor, Outcome, verification_text
+from bot.remediation.requests import RequestView, VoteKind, decide, expire_due, file_request, load, set_message
+from bot.services.recording import current_thread
+from bot.slack import ids
+from bot.slack.remediation_blocks import note, request_message
+from bot.slack.text import escape
+
+if TYPE_CHECKING:
+    from bot.slack.app import Bot
+
+log = logging.getLogger(__name__)
+
+GROUP_CACHE_SECONDS = 60.0
+
+
+class RemediationDesk:
+    """Registers the remediation listeners on the bot's app and runs the remediation chores."""
+
+    def __init__(self, bot: Bot, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.bot = bot
+        self.clock = clock
+        deps = bot.deps
+        self.settings = deps.settings
+        self.executor = Executor(
+            deps.db,
+            target_of=bot.cluster_target,
+            follow_for=timedelta(seconds=deps.settings.remediation_follow_seconds),
+            clock=clock,
+        )
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+        self._groups_lock = threading.Lock()
+        bot.app.action(ids.REQUEST_REMEDY_PATTERN)(self._on_request)
+        bot.app.action(ids.APPROVE)(self._on_approve)
+        bot.app.action(ids.REJECT)(self._on_reject)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _members(self, group: str) -> frozenset[str]:
+        """The members of a Slack user group (usergroups.users.list), cached for a minute."""
+        now = time.monotonic()
+        with self._groups_lock:
+            cached = self._groups.get(group)
+            if cached and now - cached[0] < GROUP_CACHE_SECONDS:
+                return cached[1]
+        try:
+            response = self.bot.client.usergroups_users_list(usergroup=group)
+            members = frozenset(str(u) for u in response.get("users") or ())
+        except SlackApiError as e:
+            log.warning("cannot resolve user group %s: %s", group, e.response.get("error"))
+            members = frozenset()
+        with self._groups_lock:
+            self._groups[group] = (now, members)
+        return members
+
+    def _approvers(self, cluster: str) -> tuple[tuple[str, ...], frozenset[str]]:
+        config = self.bot.deps.config.require_cluster(cluster)
+        return config.approvers, policy.eligible_approvers(config.approvers, self._members)
+
+    def _tell(self, body: dict[str, Any], text: str) -> None:
+        """An ephemeral answer to whoever clicked, in the thread they clicked in: through the click's
+        response_url (which reaches people who are not members of the channel), else the Web API."""
+        if body.get("response_url"):
+            try:
+                self.respond(body)(text=text, response_type="ephemeral", replace_original=False)
+                return
+            except (SlackApiError, OSError, ValueError) as e:
+                log.warning("ephemeral answer through response_url failed: %s", e.__class__.__name__)
+        channel = _channel(body)
+        user = str((body.get("user") or {}).get("id") or "")
+        message = body.get("message") or {}
+        thread = message.get("thread_ts") or message.get("ts")
+        try:
+            self.bot.client.chat_postEphemeral(channel=channel, user=user, text=text, thread_ts=thread)
+        except SlackApiError as e:
+            log.warning("ephemeral to %s failed: %s", user, e.response.get("error"))
+
+    @staticmethod
+    def respond(body: dict[str, Any]) -> Respond:
+        return Respond(response_url=str(body["response_url"]))
+
+    def _refresh(self, view: RequestView) -> None:
+        """Redraw the request message to show where the request stands."""
+        if not view.channel or not view.message_ts:
+            return
+        approvers = self.bot.deps.config.require_cluster(view.cluster).approvers
+        message = request_message(view, approvers=approvers, now=self.clock())
+        try:
+            self.bot.client.chat_update(
+                channel=view.channel, ts=view.message_ts, text=message.text, blocks=list(message.blocks)
+            )
+        except SlackApiError as e:
+            log.warning("updating request #%s failed: %s", view.id, e.response.get("error"))
+
+    def _say(self, view: RequestView, text: str) -> None:
+        """A line in the request's thread."""
+        if view.channel and view.thread_ts:
+            self.bot.post(view.channel, note(text), thread_ts=view.thread_ts).result()
+
+    # -- a remedy's button -------------------------------------------------------------------
+
+    def _on_request(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        user = str((body.get("user") or {}).get("id") or "")
+        channel = _channel(body)
+        try:
+            run_text, remedy_id = str(action.get("value") or "").split(":", 1)
+            run_id = int(run_text)
+        except ValueError:
+            self._tell(body, "That button is not one of nsstuck's.")
+            return
+        try:
+            self._file(body, run_id=run_id, remedy_id=remedy_id, user=user, channel=channel)
+        except (UserError, UnknownClusterError) as e:
+            self._tell(body, str(e))
+
+    def _file(self, body: dict[str, Any], *, run_id: int, remedy_id: str, user: str, channel: str) -> None:
+        db = self.bot.deps.db
+        cluster_name = self.bot.run_cluster(run_id)
+        if cluster_name is None:
+            raise UserError("That diagnosis is not on record any more; run `/nsstuck` again.")
+        cluster = self.bot.deps.config.require_cluster(cluster_name)
+        if cluster.channels and channel not in cluster.channels:
+            raise UserError(f"Cluster `{cluster.name}` cannot be changed from this channel.")
+        message = body.get("message") or {}
+        thread = str(message.get("thread_ts") or message.get("ts") or "") or None
+        filed = file_request(
+            db,
+            run_id=run_id,
+            remedy_id=remedy_id,
+            user=user,
+            cluster=cluster,
+            now=self.clock(),
+            expires_after=timedelta(seconds=self.settings.request_expiry_seconds),
+            channel=channel,
+            thread_ts=thread,
+        )
+        view = filed.view
+        if not filed.created:
+            self._tell(body, f"Remediation request #{view.id} for this is waiting for approval already.")
+            return
+        if view.incident_id is not None:  # the incident's own thread, wherever the button was
+            found = current_thread(db, view.incident_id)
+            if found and found[0] == channel:
+                thread = found[1]
+        rendered = request_message(view, approvers=cluster.approvers, now=self.clock())
+        posted = self.bot.post(channel, rendered, thread_ts=thread).result()
+        set_message(db, view.id, channel, str(posted["ts"]))
+
+    # -- Approve and Reject ------------------------------------------------------------------
+
+    def _on_approve(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        self._decide(body, action, approve=True)
+
+    def _on_reject(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        ack()
+        self._decide(body, action, approve=False)
+
+    def _decide(self, body: dict[str, Any], action: dict[str, Any], *, approve: bool) -> None:
+        user = str((body.get("user") or {}).get("id") or "")
+        try:
+            request_id = int(str(action.get("value") or ""))
+        except ValueError:
+            self._tell(body, "That button is not one of nsstuck's.")
+            return
+        view = load(self.bot.deps.db, request_id)
+        if view is None:
+            self._tell(body, "That request is not on record.")
+            return
+        try:
+            _, eligible = self._approvers(view.cluster)
+        except UnknownClusterError:
+            self._tell(body, f"Cluster `{view.cluster}` is no longer registered; nothing can be changed there.")
+            return
+        vote = decide(
+            self.bot.deps.db,
+            request_id,
+            user=user,
+            approve=approve,
+            approvers=eligible,
+            now=self.clock(),
+            execution_timeout=timedelta(seconds=self.settings.execution_timeout_seconds),
+        )
+        if vote.kind in (VoteKind.REFUSED, VoteKind.DUPLICATE, VoteKind.CLOSED, VoteKind.UNKNOWN):
+            self._tell(body, vote.message)
+            return
+        assert vote.view is not None
+        self._refresh(vote.view)
+        if vote.kind is VoteKind.EXPIRED:
+            self._tell(body, vote.message)
+        elif vote.kind is VoteKind.REJECTED:
+            self._say(vote.view, f"Request #{request_id} rejected by <@{escape(user)}>; nothing was changed.")
+        elif vote.kind is VoteKind.EXECUTE and vote.execution_id is not None:
+            self.bot.work.submit(self._execute, request_id, vote.execution_id)
+
+    def _execute(self, request_id: int, execution_id: str) -> None:
+        outcome = self.executor.execute(request_id, execution_id)
+        if outcome is not None:
+            self._announce(outcome)
+
+    def _announce(self, outcome: Outcome) -> None:
+        self._refresh(outcome.view)
+        self._say(outcome.view, f"Remediation #{outcome.view.id}: {outcome.text}")
+
+    # -- chores (the scheduler calls this) ---------------------------------------------------
+
+    def tick(self) -> None:
+        """Expire overdue requests, reconcile executions whose executor died, follow applied ones."""
+        for view in expire_due(self.bot.deps.db, self.clock()):
+            self._refresh(view)
+            self._say(view, f"Remediation request #{view.id} expired without enough approvals; nothing was changed.")
+        for outcome in self.executor.reconcile():
+            self._announce(outcome)
+        for outcome in self.executor.follow(self.bot.namespace_uid):
+            self._say(outcome.view, verification_text(outcome.view, self.clock()))
+
+
+def _channel(body: dict[str, Any]) -> str:
+    channel = body.get("channel") or {}
+    container = body.get("container") or {}
+    return str(channel.get("id") or container.get("channel_id") or "")

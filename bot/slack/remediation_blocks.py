@@ -1,0 +1,109 @@
+"""Block Kit for remediation: the request buttons under a report's remedies, and the request
+message with its Approve and Reject buttons. Pure functions; everything from a cluster is escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from bot.domain.findings import Risk
+from bot.remediation.requests import RequestView
+from bot.slack import ids
+from bot.slack.blocks import Block, Message, human_seconds, risk_label
+from bot.slack.text import clip, code, escape
+
+BUTTON_TEXT = 75
+
+
+def _button(text: str, action_id: str, value: str, *, style: str | None = None) -> Block:
+    button: Block = {
+        "type": "button",
+        "action_id": action_id,
+        "value": value,
+        "text": {"type": "plain_text", "text": clip(text, BUTTON_TEXT), "emoji": True},
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def mention(approver: str) -> str:
+    return f"<!subteam^{approver}>" if approver.startswith("S") else f"<@{approver}>"
+
+
+_STATUS = {
+    "executing": ":gear: Approved by {approvers}: making the change now…",
+    "applied": ":white_check_mark: Applied (approved by {approvers}). {reason}",
+    "failed": ":x: Failed: {reason}",
+    "stale": ":hourglass: Stale, nothing changed: {reason}",
+    "rejected": ":no_entry: Rejected: {reason}",
+    "expired": ":hourglass: Expired without enough approvals; nothing changed.",
+}
+
+
+def request_message(view: RequestView, *, approvers: Sequence[str], now: datetime) -> Message:
+    """The request in the thread: who asked, the change in words and as kubectl, who must approve."""
+    remedy = view.remedy
+    lines = [
+        f":hammer_and_wrench: *Remediation request #{view.id}* on *{escape(view.cluster)}* / "
+        f"*{escape(view.namespace)}*, asked by <@{escape(view.requested_by)}>",
+        f"*Change:* {escape(remedy.description)}",
+        f"*Risk:* {risk_label(remedy.risk)}",
+    ]
+    if remedy.leaves_behind:
+        lines.append("*Leaves behind:* " + escape("; ".join(remedy.leaves_behind)))
+    text = "\n".join(lines)
+    blocks: list[Block] = [{"type": "section", "text": {"type": "mrkdwn", "text": clip(text, 3000)}}]
+    if remedy.commands:
+        by_hand = "*The same by hand:*\n" + "\n".join(code(c) for c in remedy.commands)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": clip(by_hand, 3000)}})
+    approved = ", ".join(f"<@{escape(u)}>" for u in view.approvals) or "nobody yet"
+    if view.status == "pending":
+        who = ", ".join(mention(a) for a in approvers) or "nobody (no approvers are configured)"
+        left = max(0, int((view.expires_at - now).total_seconds()))
+        needs = (
+            f"*Needs* {view.required_approvals} approval{'s' if view.required_approvals > 1 else ''} from {who} "
+            f"(the requester's own does not count) · approved by {approved} "
+            f"({len(view.approvals)} of {view.required_approvals}) · expires in {human_seconds(left)}"
+        )
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": clip(needs, 3000)}]})
+        approve = _button("Approve", ids.APPROVE, str(view.id), style="primary")
+        if remedy.risk is Risk.HIGH:
+            approve["confirm"] = {
+                "title": {"type": "plain_text", "text": "Approve a high-risk change?"},
+                "text": {"type": "mrkdwn", "text": clip(escape(remedy.description), 300)},
+                "confirm": {"type": "plain_text", "text": "Approve"},
+                "deny": {"type": "plain_text", "text": "Cancel"},
+                "style": "danger",
+            }
+        reject = _button("Reject", ids.REJECT, str(view.id), style="danger")
+        blocks.append({"type": "actions", "block_id": f"request:{view.id}", "elements": [approve, reject]})
+        fallback = f"Remediation request #{view.id}: {remedy.description} (needs approval)"
+    else:
+        template = _STATUS.get(view.status, "{reason}")
+        status = template.format(approvers=approved, reason=escape(view.status_reason or ""))
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": clip(status, 3000)}})
+        fallback = f"Remediation request #{view.id}: {view.status}"
+    return Message(text=clip(fallback, 300), blocks=tuple(blocks))
+
+
+def note(text: str) -> Message:
+    return Message(
+        text=clip(text, 300), blocks=({"type": "section", "text": {"type": "mrkdwn", "text": clip(text, 3000)}},)
+    )
+
+
+def pending_lines(views: Sequence[RequestView]) -> list[str]:
+    """App Home lines for the requests waiting for approval or being executed."""
+    out = []
+    for view in views:
+        state = (
+            "being applied"
+            if view.status == "executing"
+            else (f"{len(view.approvals)} of {view.required_approvals} approvals")
+        )
+        out.append(
+            f"#{view.id} *{escape(view.cluster)}* / *{escape(view.namespace)}*: {escape(view.remedy.description)} "
+            f"· asked by <@{escape(view.requested_by)}> · {state}"
+        )
+    return out

@@ -1,0 +1,162 @@
+"""Remediation requests and approvers' votes. Every status move is a conditional UPDATE: the caller
+learns from the row count whether its move happened, so concurrent clicks and replicas agree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from bot.store.models import RemediationRequest, RemediationVote, utcnow
+
+OPEN_STATUSES = ("pending", "executing")
+
+
+class RequestRepository:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def _insert(self) -> Any:
+        return pg_insert if self._session.get_bind().dialect.name == "postgresql" else sqlite_insert
+
+    def file(self, values: dict[str, Any]) -> tuple[RemediationRequest, bool]:
+        """Insert a pending request unless the same remedy of the same diagnosis is pending already.
+        Returns the pending request and whether this call created it."""
+        now = utcnow()
+        statement = (
+            self._insert()(RemediationRequest)
+            .values(status="pending", requested_at=now, updated_at=now, **values)
+            .on_conflict_do_nothing(
+                index_elements=["diagnosis_id", "remedy_id"], index_where=text("status = 'pending'")
+            )
+        )
+        created = bool(self._session.execute(statement).rowcount)  # type: ignore[attr-defined]
+        query = select(RemediationRequest).where(
+            RemediationRequest.diagnosis_id == values["diagnosis_id"],
+            RemediationRequest.remedy_id == values["remedy_id"],
+            RemediationRequest.status == "pending",
+        )
+        request = self._session.scalars(query).one_or_none()
+        if request is None:  # it left `pending` between the insert and the read: file again
+            return self.file(values)
+        self._session.refresh(request)
+        return request, created
+
+    def get(self, request_id: int) -> RemediationRequest | None:
+        request = self._session.get(RemediationRequest, request_id)
+        if request is not None:
+            self._session.refresh(request)
+        return request
+
+    def hold(self, request_id: int) -> bool:
+        """Lock a pending request's row for the rest of the transaction (PostgreSQL row lock, SQLite
+        write lock), so that votes on it are counted one transaction at a time. False: not pending."""
+        result = self._session.execute(
+            update(RemediationRequest)
+            .where(RemediationRequest.id == request_id, RemediationRequest.status == "pending")
+            .values(updated_at=utcnow())
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def move(
+        self,
+        request_id: int,
+        *,
+        from_status: str | Sequence[str],
+        to_status: str,
+        held_by: str | None = None,
+        **values: Any,
+    ) -> bool:
+        """from_status -> to_status, only if the row is still in from_status (and, when given, its
+        execution is still `held_by` this execution id). True only for the caller whose update made
+        the move."""
+        sources = (from_status,) if isinstance(from_status, str) else tuple(from_status)
+        query = update(RemediationRequest).where(
+            RemediationRequest.id == request_id, RemediationRequest.status.in_(sources)
+        )
+        if held_by is not None:
+            query = query.where(RemediationRequest.execution_id == held_by)
+        result = self._session.execute(query.values(status=to_status, updated_at=utcnow(), **values))
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def set_fields(self, request_id: int, **values: Any) -> None:
+        self._session.execute(
+            update(RemediationRequest).where(RemediationRequest.id == request_id).values(updated_at=utcnow(), **values)
+        )
+
+    def mark_verified(self, request_id: int, *, at: datetime, verification: str) -> bool:
+        """Record how the namespace fared after an applied change, once."""
+        result = self._session.execute(
+            update(RemediationRequest)
+            .where(
+                RemediationRequest.id == request_id,
+                RemediationRequest.status == "applied",
+                RemediationRequest.verified_at.is_(None),
+            )
+            .values(verified_at=at, verification=verification, updated_at=utcnow())
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def add_vote(self, request_id: int, user_id: str, decision: str, at: datetime) -> bool:
+        """Record a vote unless this person voted already; True when this call recorded it."""
+        statement = (
+            self._insert()(RemediationVote)
+            .values(request_id=request_id, user_id=user_id, decision=decision, decided_at=at)
+            .on_conflict_do_nothing(index_elements=["request_id", "user_id"])
+        )
+        return bool(self._session.execute(statement).rowcount)  # type: ignore[attr-defined]
+
+    def approvers(self, request_id: int) -> list[str]:
+        query = (
+            select(RemediationVote.user_id)
+            .where(RemediationVote.request_id == request_id, RemediationVote.decision == "approve")
+            .order_by(RemediationVote.id)
+        )
+        return list(self._session.scalars(query))
+
+    def count_approvals(self, request_id: int) -> int:
+        query = select(func.count()).where(
+            RemediationVote.request_id == request_id, RemediationVote.decision == "approve"
+        )
+        return int(self._session.scalar(query) or 0)
+
+    def due_to_expire(self, now: datetime, limit: int = 100) -> list[int]:
+        query = (
+            select(RemediationRequest.id)
+            .where(RemediationRequest.status == "pending", RemediationRequest.expires_at <= now)
+            .order_by(RemediationRequest.id)
+            .limit(limit)
+        )
+        return list(self._session.scalars(query))
+
+    def overdue_executions(self, now: datetime, limit: int = 100) -> list[int]:
+        query = (
+            select(RemediationRequest.id)
+            .where(RemediationRequest.status == "executing", RemediationRequest.execution_deadline <= now)
+            .order_by(RemediationRequest.id)
+            .limit(limit)
+        )
+        return list(self._session.scalars(query))
+
+    def to_verify(self, limit: int = 100) -> list[int]:
+        query = (
+            select(RemediationRequest.id)
+            .where(RemediationRequest.status == "applied", RemediationRequest.verified_at.is_(None))
+            .order_by(RemediationRequest.id)
+            .limit(limit)
+        )
+        return list(self._session.scalars(query))
+
+    def open_requests(self, limit: int = 50) -> Sequence[RemediationRequest]:
+        query = (
+            select(RemediationRequest)
+            .where(RemediationRequest.status.in_(OPEN_STATUSES))
+            .order_by(RemediationRequest.requested_at, RemediationRequest.id)
+            .limit(limit)
+        )
+        return self._session.scalars(query).all()

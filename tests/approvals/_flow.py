@@ -1,0 +1,207 @@
+"""Driving remediation through the real bot: a diagnosis in Slack, a remedy's button, approvals,
+and what the cluster, the thread and the audit trail show afterwards."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, text
+
+from bot.store import migrating
+from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
+from tests.fakes.slackapi import SlackEmulator
+from tests.fakes.slackapi.driver import Delivery
+from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, OPS_CHANNEL
+from tests.slack._bot import Running, serve_process
+
+JSON = dict[str, Any]
+FAST = {"NSSTUCK_REPOST_SECONDS": "1", "NSSTUCK_FOLLOW_UP_SECONDS": "3600"}
+
+
+def write_config(
+    tmp_path: Path,
+    kube: Emulator,
+    *,
+    approvers: tuple[str, ...] = (APPROVERS,),
+    required: int = 1,
+    remediation: bool = True,
+) -> Path:
+    kube.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
+    listed = ", ".join(approvers)
+    config = tmp_path / "nsstuck.yaml"
+    config.write_text(
+        "clusters:\n"
+        "  - name: prod-eu\n"
+        "    kubeconfig: prod.kubeconfig\n"
+        f"    channels: [{OPS_CHANNEL}]\n"
+        f"    approvers: [{listed}]\n"
+        f"    required_approvals: {required}\n"
+        f"    remediation: {'true' if remediation else 'false'}\n"
+    )
+    return config
+
+
+@dataclass
+class Flow:
+    bot: Running
+    slack: SlackEmulator
+    kube: Emulator
+    database: str
+    namespace: str = ""
+
+    # -- the cluster ---------------------------------------------------------------------------
+    def scenario(self, name: str) -> str:
+        scenario = apply_scenario(self.kube, name)
+        self.namespace = scenario.expected.namespace
+        return self.namespace
+
+    # -- Slack ---------------------------------------------------------------------------------
+    def diagnose(self, user: str = ALICE) -> str:
+        """/nsstuck prod-eu <namespace>; returns the verdict's ts once the report with its buttons is in."""
+        delivery = self.bot.driver.slash_command("/nsstuck", f"prod-eu {self.namespace}", user=user, channel=OPS_CHANNEL)
+        assert delivery.status == 200
+        before = {m["ts"] for m in self.slack.channel_messages(OPS_CHANNEL)}
+
+        def verdict() -> JSON | None:
+            for message in self.slack.channel_messages(OPS_CHANNEL):
+                if message["ts"] not in before and self.namespace in self.slack.render(message):
+                    return message
+            return None
+
+        found = self.slack.wait_for(verdict, timeout=30, message="no verdict")
+        self.slack.wait_for(lambda: self.buttons(found["ts"]) or None, timeout=20, message="no request buttons")
+        return str(found["ts"])
+
+    def thread_ts(self) -> str:
+        return str(self.incident()["slack_thread_ts"])
+
+    def buttons(self, thread_ts: str) -> list[tuple[str, JSON]]:
+        """(message ts, button) for every request button in the thread."""
+        out = []
+        for message in self.slack.thread(OPS_CHANNEL, thread_ts):
+            for block in message.get("blocks") or ():
+                for element in block.get("elements") or ():
+                    if isinstance(element, dict) and str(element.get("action_id")).startswith("nsstuck_request_remedy"):
+                        out.append((str(message["ts"]), element))
+        return out
+
+    def remedy_id(self, action: str) -> str:
+        report = self.latest_report()
+        for finding in report["findings"]:
+            for remedy in finding["remedies"]:
+                if remedy["action"] == action:
+                    return str(remedy["id"])
+        raise AssertionError(f"no {action} remedy in {[r['action'] for f in report['findings'] for r in f['remedies']]}")
+
+    def click_request(self, action: str, *, user: str = ALICE) -> Delivery:
+        remedy = self.remedy_id(action)
+        thread = self.thread_ts()
+        for ts, button in self.buttons(thread):
+            if str(button["value"]).endswith(f":{remedy}"):
+                return self.bot.driver.click(OPS_CHANNEL, ts, button["action_id"], user=user, value=button["value"])
+        raise AssertionError(f"no button for {action} in the thread")
+
+    def request(self, action: str, *, user: str = ALICE) -> JSON:
+        """Click the remedy's button and wait for the request message; returns it."""
+        count = len(self.requests())
+        assert self.click_request(action, user=user).status == 200
+        self.slack.wait_for(lambda: len(self.requests()) > count or None, timeout=10, message="no request filed")
+        request = self.requests()[-1]
+        return self.request_message(int(request["id"]))
+
+    def request_message(self, request_id: int, timeout: float = 10) -> JSON:
+        def find() -> JSON | None:
+            for message in self.slack.thread(OPS_CHANNEL, self.thread_ts()):
+                if f"Remediation request #{request_id}*" in self.slack.render(message) or (
+                    f"Remediation request #{request_id} " in str(message.get("text"))
+                ):
+                    return message
+            return None
+
+        return self.slack.wait_for(find, timeout=timeout, message=f"no message for request #{request_id}")
+
+    def vote(self, request_id: int, user: str, *, approve: bool = True) -> Delivery:
+        message = self.request_message(request_id)
+        action = "nsstuck_approve" if approve else "nsstuck_reject"
+        return self.bot.driver.click(OPS_CHANNEL, str(message["ts"]), action, user=user)
+
+    def ephemeral(self, user: str, contains: str, timeout: float = 10) -> str:
+        message = self.slack.wait_for_ephemeral(OPS_CHANNEL, user, contains, timeout=timeout)
+        return self.slack.render(message)
+
+    def thread_text(self) -> str:
+        return "\n".join(self.slack.render(m) for m in self.slack.thread(OPS_CHANNEL, self.thread_ts()))
+
+    def wait_thread(self, contains: str, timeout: float = 20) -> str:
+        self.slack.wait_for(lambda: contains in self.thread_text() or None, timeout=timeout, message=f"no {contains!r}")
+        return self.thread_text()
+
+    def wait_status(self, request_id: int, *statuses: str, timeout: float = 20) -> JSON:
+        def settled() -> JSON | None:
+            row = self.request_row(request_id)
+            return row if row["status"] in statuses else None
+
+        return self.slack.wait_for(settled, timeout=timeout, message=f"request {request_id} never {statuses}")
+
+    # -- the database --------------------------------------------------------------------------
+    def query(self, sql: str, **params: Any) -> list[JSON]:
+        engine = create_engine(self.database)
+        try:
+            with engine.connect() as connection:
+                return [dict(row._mapping) for row in connection.execute(text(sql), params)]
+        finally:
+            engine.dispose()
+
+    def latest_report(self) -> JSON:
+        [row] = self.query(
+            "SELECT report FROM diagnoses WHERE namespace = :ns ORDER BY id DESC LIMIT 1", ns=self.namespace
+        )
+        report = row["report"]
+        return json.loads(report) if isinstance(report, str) else dict(report)
+
+    def incident(self) -> JSON:
+        [row] = self.query("SELECT * FROM incidents WHERE namespace = :ns", ns=self.namespace)
+        return row
+
+    def requests(self) -> list[JSON]:
+        return self.query("SELECT * FROM remediation_requests ORDER BY id")
+
+    def request_row(self, request_id: int) -> JSON:
+        [row] = self.query("SELECT * FROM remediation_requests WHERE id = :id", id=request_id)
+        return row
+
+    def audit(self, request_id: int | None = None) -> list[str]:
+        if request_id is None:
+            rows = self.query("SELECT event FROM audit_entries ORDER BY seq")
+        else:
+            rows = self.query("SELECT event FROM audit_entries WHERE request_id = :id ORDER BY seq", id=request_id)
+        return [str(r["event"]) for r in rows]
+
+
+@contextmanager
+def remediation_bot(
+    slack: SlackEmulator,
+    kube: Emulator,
+    tmp_path: Path,
+    *,
+    database: str | None = None,
+    approvers: tuple[str, ...] = (APPROVERS,),
+    required: int = 1,
+    remediation: bool = True,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[Flow]:
+    config = write_config(tmp_path, kube, approvers=approvers, required=required, remediation=remediation)
+    database = database or f"sqlite:///{tmp_path / 'bot.db'}"
+    migrating.upgrade(database)
+    env = {**FAST, **(extra_env or {})}
+    with serve_process(slack, config, database, tmp_path, extra_env=env) as running:
+        yield Flow(running, slack, kube, database)
+
+
+__all__ = ["SCENARIOS", "Flow", "remediation_bot"]
