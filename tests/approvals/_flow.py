@@ -64,7 +64,9 @@ class Flow:
     # -- Slack ---------------------------------------------------------------------------------
     def diagnose(self, user: str = ALICE) -> str:
         """/nsstuck prod-eu <namespace>; returns the verdict's ts once the report with its buttons is in."""
-        delivery = self.bot.driver.slash_command("/nsstuck", f"prod-eu {self.namespace}", user=user, channel=OPS_CHANNEL)
+        delivery = self.bot.driver.slash_command(
+            "/nsstuck", f"prod-eu {self.namespace}", user=user, channel=OPS_CHANNEL
+        )
         assert delivery.status == 200
         before = {m["ts"] for m in self.slack.channel_messages(OPS_CHANNEL)}
 
@@ -97,7 +99,9 @@ class Flow:
             for remedy in finding["remedies"]:
                 if remedy["action"] == action:
                     return str(remedy["id"])
-        raise AssertionError(f"no {action} remedy in {[r['action'] for f in report['findings'] for r in f['remedies']]}")
+        raise AssertionError(
+            f"no {action} remedy in {[r['action'] for f in report['findings'] for r in f['remedies']]}"
+        )
 
     def click_request(self, action: str, *, user: str = ALICE) -> Delivery:
         remedy = self.remedy_id(action)

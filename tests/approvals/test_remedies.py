@@ -1,0 +1,108 @@
+"""Each remedy type that changes a cluster, requested and approved in Slack, executed against the
+emulator; the cluster is then checked over HTTP for exactly the intended change."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.domain.changes import object_path
+from bot.domain.refs import ObjectRef
+from tests.approvals._flow import Flow, remediation_bot
+from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi.controllers._http import KubeHTTP
+from tests.fakes.slackapi import SlackEmulator
+from tests.fakes.slackapi.pytest_plugin import BOB, CAROL
+
+CASES = [
+    ("seed003-kiali-orphaned-finalizer", "remove_finalizer"),
+    ("seed003-kubesphere-namespace-finalizer", "remove_namespace_finalizer"),
+    ("namespace-spec-finalizer", "remove_namespace_finalizer"),
+    ("seed003-prometheus-adapter-service-not-found", "delete_apiservice"),
+    ("webhook-blocks-delete", "delete_webhook_configuration"),
+    ("pod-on-missing-node", "force_delete_pod"),
+]
+
+
+def _target(flow: Flow, action: str) -> tuple[ObjectRef, dict[str, Any]]:
+    for finding in flow.latest_report()["findings"]:
+        for remedy in finding["remedies"]:
+            if remedy["action"] == action:
+                return ObjectRef.from_json(remedy["targets"][0]), remedy
+    raise AssertionError(action)
+
+
+def _changed_as_intended(kube: Emulator, target: ObjectRef, remedy: dict[str, Any]) -> None:
+    live = KubeHTTP(kube.url, kube.admin_token).get_or_none(object_path(target))
+    action = remedy["action"]
+    if action.startswith("delete_") or action == "force_delete_pod":
+        assert live is None or live["metadata"]["uid"] != target.uid, live
+        return
+    finalizer = remedy["finalizer"]
+    if live is None:  # the namespace (or object) went away once nothing held it
+        return
+    assert finalizer not in (live["metadata"].get("finalizers") or []), live["metadata"]
+    assert finalizer not in ((live.get("spec") or {}).get("finalizers") or []), live.get("spec")
+
+
+@pytest.mark.parametrize(("scenario", "action"), CASES, ids=[f"{a}:{s}" for s, a in CASES])
+def test_each_remedy_type_runs_end_to_end(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, scenario: str, action: str
+) -> None:
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
+        flow.scenario(scenario)
+        flow.diagnose()
+        target, remedy = _target(flow, action)
+        flow.request(action)
+        [request] = flow.requests()
+        flow.vote(request["id"], CAROL)
+        row = flow.wait_status(request["id"], "applied", "failed", "stale")
+        assert row["status"] == "applied", row["status_reason"]
+        _changed_as_intended(kube_emulator, target, remedy)
+        assert flow.audit(request["id"]) == [
+            "requested",
+            "approved",
+            "backed_up",
+            "dry_run",
+            "execution_started",
+            "applied",
+        ]
+        [backup] = flow.query("SELECT * FROM backups WHERE request_id = :id", id=request["id"])
+        assert (backup["kind"], backup["name"], backup["uid"]) == (target.kind, target.name, target.uid)
+        flow.wait_thread(f"Remediation #{request['id']}: Done")
+
+
+def test_force_finalize_needs_two_approvals_whatever_the_cluster_says(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=1) as flow:
+        namespace = flow.scenario("seed002-configmap-finalizer")
+        flow.diagnose()
+        message = flow.request("force_finalize_namespace")
+        assert "Needs* 2 approvals" in slack_emulator.render(message)
+        # high risk: Approve asks for confirmation in the client first
+        approve = [
+            e for b in message["blocks"] for e in b.get("elements") or () if e.get("action_id") == "nsstuck_approve"
+        ]
+        assert approve and approve[0]["confirm"]["title"]["text"] == "Approve a high-risk change?"
+        [request] = flow.requests()
+        assert request["required_approvals"] == 2
+
+        flow.vote(request["id"], BOB)
+        flow.slack.wait_for(lambda: "approved" in flow.audit(request["id"]) or None, timeout=10)
+        assert flow.request_row(request["id"])["status"] == "pending"
+        assert "1 of 2" in slack_emulator.render(flow.request_message(request["id"]))
+
+        flow.vote(request["id"], BOB)  # a second click by the same person does not count twice
+        assert "decided on this request already" in flow.ephemeral(BOB, "already")
+        assert flow.request_row(request["id"])["status"] == "pending"
+
+        flow.vote(request["id"], CAROL)
+        row = flow.wait_status(request["id"], "applied", "failed", "stale")
+        assert row["status"] == "applied", row["status_reason"]
+        assert (
+            KubeHTTP(kube_emulator.url, kube_emulator.admin_token).get_or_none(f"/api/v1/namespaces/{namespace}")
+            is None
+        )
