@@ -31,6 +31,13 @@ class Running:
     driver: HttpDriver
     slack: SlackEmulator
     log: Path
+    killed: bool = False
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies on the spot, as in a crash or an OOM kill."""
+        self.process.kill()
+        self.process.wait(timeout=10)
+        self.killed = True
 
 
 def _free_port() -> int:
@@ -116,6 +123,7 @@ def serve_process(
     try:
         yield running
     finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=20)
-        assert code == 0, f"serve exited {code} on SIGTERM:\n{log.read_text()}"
+        if not running.killed:
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=20)
+            assert code == 0, f"serve exited {code} on SIGTERM:\n{log.read_text()}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import collections
 import itertools
 import os
 import random
@@ -79,6 +80,9 @@ class Emulator:
         self._settle_lock = threading.RLock()
         self._audit = itertools.count(1)
         self._audit_lock = threading.Lock()
+        # every request of a non-admin identity, as "METHOD /path" plus " dryRun" for dry runs, in
+        # arrival order: tests count the changes a client made
+        self.request_log: collections.deque[str] = collections.deque(maxlen=100_000)
         self.url = ""
         if controllers:
             from .controllers import install_default_controllers

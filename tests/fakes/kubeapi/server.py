@@ -227,6 +227,8 @@ class Handler(BaseHTTPRequestHandler):
         self._authenticate(req)
         line = f"{req.method} {req.path}"
         if not req.admin:
+            with self.emu._audit_lock:
+                self.emu.request_log.append(line + (" dryRun" if req.query_lists.get("dryRun") else ""))
             delay = self.emu.knobs.delay_for(line)
             if delay > 0:
                 time.sleep(delay)
