@@ -29,10 +29,12 @@ def test_removing_an_orphaned_finalizer_end_to_end(
         flow.diagnose()
         message = flow.request("remove_finalizer")
         rendered = slack_emulator.render(message)
-        assert "asked by" in rendered and "kubectl patch" in rendered
+        assert "asked by" in rendered
+        assert "kubectl patch" in rendered
         assert "Needs* 1 approval from" in rendered or "Needs 1 approval from" in rendered
         [request] = flow.requests()
-        assert request["status"] == "pending" and request["requested_by"] == ALICE
+        assert request["status"] == "pending"
+        assert request["requested_by"] == ALICE
 
         assert flow.vote(request["id"], BOB).status == 200
         row = flow.wait_status(request["id"], "applied", "failed", "stale")

@@ -86,7 +86,8 @@ def test_force_finalize_needs_two_approvals_whatever_the_cluster_says(
         approve = [
             e for b in message["blocks"] for e in b.get("elements") or () if e.get("action_id") == "nsstuck_approve"
         ]
-        assert approve and approve[0]["confirm"]["title"]["text"] == "Approve a high-risk change?"
+        assert approve
+        assert approve[0]["confirm"]["title"]["text"] == "Approve a high-risk change?"
         [request] = flow.requests()
         assert request["required_approvals"] == 2
 
