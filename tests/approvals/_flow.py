@@ -199,13 +199,20 @@ def remediation_bot(
     required: int = 1,
     remediation: bool = True,
     extra_env: dict[str, str] | None = None,
+    socket_mode: bool = False,
 ) -> Iterator[Flow]:
     config = write_config(tmp_path, kube, approvers=approvers, required=required, remediation=remediation)
     database = database or f"sqlite:///{tmp_path / 'bot.db'}"
     migrating.upgrade(database)
     env = {**FAST, **(extra_env or {})}
-    with serve_process(slack, config, database, tmp_path, extra_env=env) as running:
-        yield Flow(running, slack, kube, database)
+    with serve_process(slack, config, database, tmp_path, extra_env=env, socket_mode=socket_mode) as running:
+        if socket_mode:
+            slack.socket.wait_for_connections(1, timeout=15)
+        try:
+            yield Flow(running, slack, kube, database)
+        finally:
+            if socket_mode:
+                slack.socket.drop_all()  # the builtin client's close() waits otherwise
 
 
 __all__ = ["SCENARIOS", "Flow", "remediation_bot"]

@@ -12,7 +12,7 @@ from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import run_for
 from tests.fakes.slackapi import SlackEmulator
-from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, CAROL
+from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, CAROL, OPS_CHANNEL
 
 FOLLOW = {"NSSTUCK_REMEDIATION_FOLLOW_SECONDS": "600"}
 
@@ -91,3 +91,42 @@ def test_a_reject_ends_the_request_and_later_approvals_are_refused(
         assert flow.bot.driver.replay(bobs_click).status == 200
         assert "was rejected" in flow.ephemeral(BOB, "rejected")
         assert flow.audit(request["id"]) == ["requested", "approved", "rejected"]
+
+
+def test_the_home_tab_lists_requests_waiting_for_approval(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
+        flow.scenario("seed002-configmap-finalizer")
+        flow.diagnose()
+        flow.request("remove_finalizer")
+        [request] = flow.requests()
+        opened = {"type": "app_home_opened", "user": BOB, "channel": "D0BOB0001", "tab": "home"}
+        assert flow.bot.driver.event(flow.bot.driver.builder.event_callback(opened)).status == 200
+        home = slack_emulator.wait_for(lambda: slack_emulator.home_view(BOB), timeout=10)
+        text = slack_emulator.render_view(home)
+        assert "Changes waiting for approval" in text
+        assert f"#{request['id']}" in text
+        assert "0 of 1 approvals" in text
+
+
+def test_the_whole_flow_over_socket_mode(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path, socket_mode=True) as flow:
+        socket = slack_emulator.socket_mode
+        flow.scenario("seed002-configmap-finalizer")
+        ack = socket.slash_command("/nsstuck", f"prod-eu {flow.namespace}", user=ALICE, channel=OPS_CHANNEL)
+        assert ack.elapsed < 3.0
+        slack_emulator.wait_for(lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL"))
+        slack_emulator.wait_for(lambda: flow.buttons(flow.thread_ts()) or None, timeout=20)
+        remedy = flow.remedy_id("remove_finalizer")
+        [(ts, button)] = [(t, b) for t, b in flow.buttons(flow.thread_ts()) if b["value"].endswith(f":{remedy}")]
+        assert socket.click(OPS_CHANNEL, ts, button["action_id"], user=ALICE, value=button["value"]).elapsed < 3.0
+        slack_emulator.wait_for(lambda: flow.requests() or None, timeout=10)
+        [request] = flow.requests()
+        message = flow.request_message(request["id"])
+        assert socket.click(OPS_CHANNEL, message["ts"], "nsstuck_approve", user=CAROL).elapsed < 3.0
+        row = flow.wait_status(request["id"], "applied", "failed", "stale")
+        assert row["status"] == "applied", row["status_reason"]
+        flow.wait_thread(f"Remediation #{request['id']}: Done")
