@@ -110,7 +110,8 @@ class Transport:
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _return_http_data_only=True,
-                _request_timeout=timeout or self.call_timeout,
+                # a (connect, read) pair: the client silently ignores a single float
+                _request_timeout=(timeout or self.call_timeout, timeout or self.call_timeout),
             )
             raw = response.data
         except ApiException as e:

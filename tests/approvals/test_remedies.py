@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from bot.domain.changes import object_path
+from bot.domain.findings import Action
 from bot.domain.refs import ObjectRef
+from bot.remediation.permissions import allowed
 from tests.approvals._flow import Flow, remediation_bot
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -57,10 +59,15 @@ def test_each_remedy_type_runs_end_to_end(
         target, remedy = _target(flow, action)
         flow.request(action)
         [request] = flow.requests()
+        kube_emulator.request_log.clear()
         flow.vote(request["id"], CAROL)
         row = flow.wait_status(request["id"], "applied", "failed", "stale")
         assert row["status"] == "applied", row["status_reason"]
         _changed_as_intended(kube_emulator, target, remedy)
+        # every write went through the verbs this remedy declares (what its RBAC grants), nothing else
+        writes = [line.split()[:2] for line in list(kube_emulator.request_log) if not line.startswith("GET")]
+        assert writes, "no write reached the API server"
+        assert all(allowed(Action(action), method, path) for method, path in writes), writes
         assert flow.audit(request["id"]) == [
             "requested",
             "approved",

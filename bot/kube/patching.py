@@ -1,0 +1,124 @@
+"""Executing Operations: the one place where nsstuck changes a cluster.
+
+An Operation already carries its preconditions (see bot.remediation.planning); this module sends it,
+as a dry run or for real, and classifies the API server's answer. It never retries a change: an
+answer is final, and no answer (UNREACHABLE) means the change may or may not have happened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bot.domain.changes import CallResult, Operation, Verdict, object_path
+from bot.domain.refs import KubeObject, ObjectRef
+from bot.errors import ClusterUnreachableError, PermanentError
+from bot.kube.transport import CallError, Transport
+
+JSON_PATCH = "application/json-patch+json"
+
+# What k8s.io/apiserver answers when a JSON patch cannot be applied, a failed `test` included: a 422
+# built by NewGenericServerResponse, with empty details and without the json-patch error text
+# (endpoints/handlers/patch.go, applyJSPatch).
+PATCH_NOT_APPLICABLE = "the server rejected our request due to an error in our request"
+
+# Admission refusals, in the words of k8s.io/apiserver: a webhook that denies (any status the webhook
+# chose, often 400 or 403), a webhook that cannot be called with failurePolicy Fail (500), a webhook
+# without dry-run support (400), and a ValidatingAdmissionPolicy that denies (403 or 422).
+_ADMISSION = re.compile(
+    r'admission webhook "[^"]*" (denied the request|does not support dry run)'
+    r'|failed calling webhook "'
+    r"|ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request"
+)
+
+
+class Patcher:
+    """Reads objects right before a change, and runs Operations (dry run or real)."""
+
+    def __init__(self, transport: Transport, *, timeout: float | None = None) -> None:
+        self.transport = transport
+        self.timeout = timeout
+
+    def _timeout(self) -> float:
+        return self.timeout if self.timeout is not None else self.transport.call_timeout
+
+    def _where(self) -> str:
+        connection = self.transport.connection
+        return f"cluster {connection.target.name!r} ({connection.host})"
+
+    def read(self, ref: ObjectRef) -> KubeObject | None:
+        """The object as it is now, or None when it no longer exists.
+
+        Raises ClusterUnreachableError when there is no answer or our credentials are refused (401),
+        PermanentError with the API server's words for any other refusal (403, 5xx, ...).
+        """
+        try:
+            doc = self.transport.call("GET", object_path(ref), timeout=self._timeout())
+        except CallError as e:
+            if e.status == 404:
+                return None
+            if e.kind in ("connection", "timeout"):
+                raise ClusterUnreachableError(f"{self._where()} is unreachable: {e.message}") from None
+            if e.status == 401:
+                raise ClusterUnreachableError(f"{self._where()} refuses our credentials: {e.message}") from None
+            raise PermanentError(f"cannot read {ref.display}: {e.message}") from None
+        if not isinstance(doc, dict):
+            raise PermanentError(f"cannot read {ref.display}: the server did not answer with an object")
+        return doc
+
+    def run(self, op: Operation, *, dry_run: bool) -> CallResult:
+        """Send the Operation (with `dryRun=All` for a dry run). Never raises for an answer."""
+        try:
+            answer = self.transport.call(
+                op.method,
+                op.path,
+                query={"dryRun": "All"} if dry_run else None,
+                body=op.body,
+                content_type=op.content_type,
+                timeout=self._timeout(),
+            )
+        except CallError as e:
+            return classify(op, e)
+        # PATCH, PUT and DELETE (without orphanDependents=false) answer 200 when they succeed
+        return CallResult(Verdict.OK, "", 200, answer if isinstance(answer, dict) else None)
+
+
+def classify(op: Operation, error: CallError) -> CallResult:
+    """The verdict on a refused or unanswered Operation, with the API server's own message."""
+    message = error.message
+    status = error.status
+    if error.kind in ("connection", "timeout"):
+        return CallResult(Verdict.UNREACHABLE, message, None)
+    if _ADMISSION.search(message):
+        return CallResult(Verdict.DENIED, message, status)
+    if status == 409:
+        return CallResult(Verdict.CONFLICT, message, status)
+    if status == 422 and op.content_type == JSON_PATCH and _is_patch_not_applicable(error):
+        # our JSON patches can only fail to apply on their `test` operations (uid, resourceVersion,
+        # finalizer at its index): the object is no longer the one that was checked
+        return CallResult(
+            Verdict.CONFLICT,
+            f"a precondition failed: {op.target.display} changed since it was checked (the server said: {message})",
+            status,
+        )
+    if status == 404:
+        return CallResult(Verdict.GONE, message, status)
+    if status == 403:
+        return CallResult(Verdict.FORBIDDEN, message, status)
+    if status in (400, 422):
+        return CallResult(Verdict.DENIED, message, status)
+    return CallResult(Verdict.ERROR, message, status)
+
+
+def _is_patch_not_applicable(error: CallError) -> bool:
+    """The generic 422 of a JSON patch that does not apply, as opposed to a validation error on the
+    patched object (`<Kind> "<name>" is invalid: ...`, whose details name the kind)."""
+    if error.message != PATCH_NOT_APPLICABLE:
+        return False
+    details: Any = None
+    try:
+        details = (json.loads(error.body or "") or {}).get("details")
+    except (ValueError, AttributeError):
+        return True  # not a Status body: nothing contradicts the message
+    return not (isinstance(details, dict) and details.get("kind"))
