@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -296,6 +297,10 @@ def cmd_audit_export(args: argparse.Namespace, ctx: Context) -> int:
         for chunk in export(db, "csv" if args.csv else "json", since=since, request=args.request):
             ctx.out.write(chunk)
         ctx.out.flush()
+    except BrokenPipeError:  # the reader stopped early (`| head`): not an error worth a traceback
+        if ctx.out is sys.stdout:  # and Python's own flush at exit must not complain either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         db.dispose()
     return 0

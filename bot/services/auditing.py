@@ -1,0 +1,300 @@
+"""The audit use cases: verify the trail, export it, show a backup.
+
+`verify` walks the hash chain (`AuditLog.verify`: changed, missing, reordered entries, a removed
+tail, an edited head) and then the backups: each stored object must still match its sha256, and
+that sha256 must be the one the trail's `backed_up` entry recorded (details.backups[].sha256), so an
+object rewritten together with its checksum is noticed too; a recorded backup that is gone is
+reported as missing.
+
+`export` streams the trail in seq order, as one JSON document or as CSV, without holding it in
+memory. JSON, schema "nsstuck.audit/v1"::
+
+    {"schema": "nsstuck.audit/v1", "head": {"seq": 42, "hash": "9f1c..."},
+     "filters": {"since": null, "request_id": null}, "entries": [
+    {"seq": 1, "at": "2026-11-21T10:00:00.000000Z", "event": "requested", "actor": "U0123", "cluster": "prod-eu",
+     "namespace": "istio-system", "request_id": 7, "objects": [...], "details": {...},
+     "prev_hash": "000...", "hash": "5e2a..."},
+    ...
+    ]}
+
+`head` is the chain's head when the export began (null if its row is gone); entries appended later
+are not included. Each entry's `hash` is sha256 of the compact, key-sorted JSON (ensure_ascii off)
+of its other fields but `hash`, so anyone can re-check an export, and a later chain against it.
+CSV: a header and one row per entry, the same fields, `objects` and `details` as compact JSON,
+empty cells for nulls.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from bot.errors import UserError
+from bot.store.audit import PAGE_SIZE, AuditRecord
+from bot.store.backups import SERVER_SET_METADATA, object_sha256, recreatable
+from bot.store.database import Database
+
+SCHEMA = "nsstuck.audit/v1"
+FORMATS = ("json", "csv")
+FIELDS = (
+    "seq",
+    "at",
+    "event",
+    "actor",
+    "cluster",
+    "namespace",
+    "request_id",
+    "objects",
+    "details",
+    "prev_hash",
+    "hash",
+)
+# problems of the backups that a report keeps in detail (it counts them all)
+MAX_BACKUP_PROBLEMS = 1000
+# CSV is handed out in chunks of about this many characters
+_CSV_CHUNK = 64 * 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# verify
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    entries: int
+    head_seq: int | None
+    head_hash: str | None
+    backups: int
+    problems: tuple[str, ...]
+    problem_count: int
+
+    @property
+    def intact(self) -> bool:
+        return self.problem_count == 0
+
+    def lines(self) -> list[str]:
+        """What `nsstuck audit verify` prints: one line when intact, else a heading and one line per problem."""
+        if self.intact:
+            head = (self.head_hash or "")[:12]
+            return [f"audit trail intact: {_plural(self.head_seq or 0, 'entry', 'entries')}, head {head}"]
+        lines = [f"audit trail TAMPERED: {_plural(self.problem_count, 'problem', 'problems')}"]
+        lines += [f"  {problem}" for problem in self.problems]
+        if self.problem_count > len(self.problems):
+            lines.append(f"  ... and {self.problem_count - len(self.problems)} more")
+        return lines
+
+
+def verify(db: Database, *, page_size: int = PAGE_SIZE) -> VerifyReport:
+    """Check the hash chain and the backups; read-only."""
+    with db.unit_of_work() as uow:
+        chain = uow.audit.verify(page_size=page_size)
+        recorded: dict[int, tuple[int, str]] = {}  # backup id -> (seq of its backed_up entry, sha256)
+        through = None if chain.head is None else chain.head[0]
+        for record in uow.audit.records(event="backed_up", through=through, page_size=page_size):
+            for backup_id, sha256 in _recorded_backups(record):
+                recorded.setdefault(backup_id, (record.seq, sha256))
+        problems: list[str] = []
+        count = 0
+
+        def problem(text: str) -> None:
+            nonlocal count
+            count += 1
+            if len(problems) < MAX_BACKUP_PROBLEMS:
+                problems.append(text)
+
+        backups = 0
+        for backup_id, stored, actual in uow.backups.fingerprints(page_size=page_size):
+            backups += 1
+            seen = recorded.pop(backup_id, None)
+            if actual != stored:
+                problem(f"backup {backup_id} was changed: its object no longer matches its sha256")
+            elif seen is not None and seen[1] != stored:
+                problem(
+                    f"backup {backup_id} was changed: its object and sha256 are not the ones entry {seen[0]} recorded"
+                )
+        for backup_id, (seq, _) in sorted(recorded.items()):
+            problem(f"backup {backup_id} is missing (entry {seq} recorded it)")
+    return VerifyReport(
+        entries=chain.entries,
+        head_seq=None if chain.head is None else chain.head[0],
+        head_hash=None if chain.head is None else chain.head[1],
+        backups=backups,
+        problems=(*chain.problems, *problems),
+        problem_count=chain.problem_count + count,
+    )
+
+
+def _recorded_backups(record: AuditRecord) -> Iterator[tuple[int, str]]:
+    """(id, sha256) of the backups a backed_up entry lists; anything else in it is not ours to judge."""
+    listed = record.details.get("backups")
+    if not isinstance(listed, list):
+        return
+    for item in listed:
+        if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("sha256"), str):
+            yield item["id"], item["sha256"]
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+def export(
+    db: Database,
+    fmt: str,
+    since: datetime | None = None,
+    request: int | None = None,
+    *,
+    page_size: int = PAGE_SIZE,
+) -> Iterator[str]:
+    """The trail (or the entries at/after `since`, of request `request`) as chunks of text, in seq order.
+
+    Arguments are checked now; the database is read as the chunks are consumed, in one unit of work
+    that stays open until the iterator is exhausted or closed.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"unknown export format {fmt!r} (use {' or '.join(FORMATS)})")
+    if since is not None and since.tzinfo is None:
+        raise UserError("the --since time needs a time zone (for example 2026-11-21T10:00:00Z)")
+    if request is not None and request < 1:
+        raise UserError("--request must be a positive request id")
+    if fmt == "json":
+        return _json_chunks(db, since, request, page_size)
+    return _csv_chunks(db, since, request, page_size)
+
+
+def _json_chunks(db: Database, since: datetime | None, request: int | None, page_size: int) -> Iterator[str]:
+    with db.unit_of_work() as uow:
+        head = uow.audit.find_head()
+        preamble = {
+            "schema": SCHEMA,
+            "head": None if head is None else {"seq": head[0], "hash": head[1]},
+            "filters": {"since": None if since is None else _iso(since), "request_id": request},
+        }
+        # the document is written by hand around the entries so that it streams: `{..., "entries": [`
+        yield json.dumps(preamble, ensure_ascii=False)[:-1] + ', "entries": [\n'
+        separator = ""
+        records = uow.audit.records(
+            through=None if head is None else head[0], since=since, request_id=request, page_size=page_size
+        )
+        for record in records:
+            yield separator + json.dumps(record.to_json(), ensure_ascii=False)
+            separator = ",\n"
+        yield "\n]}\n"
+
+
+def _csv_chunks(db: Database, since: datetime | None, request: int | None, page_size: int) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(FIELDS)
+    with db.unit_of_work() as uow:
+        head = uow.audit.find_head()
+        records = uow.audit.records(
+            through=None if head is None else head[0], since=since, request_id=request, page_size=page_size
+        )
+        for record in records:
+            writer.writerow(_csv_row(record))
+            if buffer.tell() >= _CSV_CHUNK:
+                yield buffer.getvalue()
+                buffer.seek(0)
+                buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _csv_row(record: AuditRecord) -> list[Any]:
+    row = record.to_json()
+    for key in ("objects", "details"):
+        row[key] = json.dumps(row[key], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return ["" if row[key] is None else row[key] for key in FIELDS]
+
+
+# ---------------------------------------------------------------------------------------------
+# backups
+
+
+@dataclass(frozen=True)
+class BackupView:
+    """A backup as plain values, with whether its stored object still matches its sha256."""
+
+    id: int
+    request_id: int
+    cluster: str
+    api_version: str
+    kind: str
+    namespace: str | None
+    name: str
+    uid: str | None
+    resource_version: str | None
+    taken_at: datetime
+    sha256: str
+    object: dict[str, Any]
+
+    @property
+    def intact(self) -> bool:
+        return object_sha256(self.object) == self.sha256
+
+    @property
+    def title(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where} ({self.api_version})"
+
+
+def load_backup(db: Database, backup_id: int) -> BackupView:
+    with db.unit_of_work() as uow:
+        backup = uow.backups.get(backup_id)
+        if backup is None:
+            raise UserError(f"there is no backup {backup_id}")
+        return BackupView(
+            id=backup.id,
+            request_id=backup.request_id,
+            cluster=backup.cluster,
+            api_version=backup.api_version,
+            kind=backup.kind,
+            namespace=backup.namespace,
+            name=backup.name,
+            uid=backup.uid,
+            resource_version=backup.resource_version,
+            taken_at=backup.taken_at,
+            sha256=backup.sha256,
+            object=backup.object,
+        )
+
+
+def render_backup(view: BackupView, *, raw: bool = False) -> str:
+    """YAML of the backup, after comment lines that say what it is and whether it is intact."""
+    header = [
+        f"nsstuck backup {view.id}: {view.title}",
+        f"cluster {view.cluster}, remediation request {view.request_id}, taken {_iso(view.taken_at)}",
+    ]
+    if view.uid or view.resource_version:
+        header.append(f"uid {view.uid or '-'}, resourceVersion {view.resource_version or '-'} when taken")
+    if view.intact:
+        header.append(f"sha256 {view.sha256}: the stored object still matches it")
+    else:
+        header.append(f"sha256 {view.sha256}: DOES NOT MATCH, the stored object was changed after it was taken")
+    if raw:
+        header.append("the object exactly as it was read (--raw)")
+    else:
+        header.append(f"without what the API server sets ({', '.join(SERVER_SET_METADATA)}, status),")
+        header.append("so that `kubectl create -f` recreates it; --raw shows it exactly as it was read")
+    document = view.object if raw else recreatable(view.object)
+    body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return "".join(f"# {line}\n" for line in header) + body
+
+
+def backup_yaml(db: Database, backup_id: int, raw: bool = False) -> str:
+    return render_backup(load_backup(db, backup_id), raw=raw)
+
+
+def _iso(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"

@@ -1,0 +1,407 @@
+"""`nsstuck audit verify|export` and `nsstuck backup show` from the command line, on SQLite and
+PostgreSQL: every kind of tampering, done directly in the database, is reported where it happened."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import Connection, insert, select, text, update
+
+from bot.services import auditing
+from bot.store.audit import entry_hash
+from bot.store.database import Database
+from bot.store.models import AuditEntry
+from tests.audit.test_audit_chain import KIALI, add_backup, append_entries, attacker, make_request
+from tests.foundation.test_config import run_nsstuck
+
+ENTRIES = AuditEntry.__table__
+
+
+def nsstuck(database: Database, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_nsstuck(*args, env={"NSSTUCK_DATABASE_URL": database.url})
+
+
+def verify_lines(database: Database) -> tuple[int, list[str]]:
+    result = nsstuck(database, "audit", "verify")
+    assert result.stderr == ""
+    return result.returncode, result.stdout.splitlines()
+
+
+# ---------------------------------------------------------------------------------------------
+# tampering, each kind on its own
+
+
+def _row(conn: Connection, seq: int) -> dict[str, Any]:
+    return dict(conn.execute(select(ENTRIES).where(ENTRIES.c.seq == seq)).mappings().one())
+
+
+def _move(conn: Connection, *moves: tuple[int, int]) -> None:
+    """Renumber entries (from, to), through negative seqs so that no step collides."""
+    for old, _ in moves:
+        conn.execute(text("UPDATE audit_entries SET seq = :tmp WHERE seq = :old"), {"tmp": -old, "old": old})
+    for old, new in moves:
+        conn.execute(text("UPDATE audit_entries SET seq = :new WHERE seq = :tmp"), {"new": new, "tmp": -old})
+
+
+def _swap_contents(conn: Connection) -> None:
+    """Rows 6 and 7 exchange everything but their seq."""
+    six, seven = _row(conn, 6), _row(conn, 7)
+    for seq, other in ((6, seven), (7, six)):
+        conn.execute(update(ENTRIES).where(ENTRIES.c.seq == seq).values({k: v for k, v in other.items() if k != "seq"}))
+
+
+def _rewrite_and_rehash(conn: Connection) -> None:
+    """Entry 3 gets another actor and a hash recomputed to match (what a careful attacker does)."""
+    row = _row(conn, 3)
+    row["actor"] = "U0MALLORY"
+    digest = entry_hash(**{k: v for k, v in row.items() if k != "hash"})
+    conn.execute(update(ENTRIES).where(ENTRIES.c.seq == 3).values(actor="U0MALLORY", hash=digest))
+
+
+def _forge_after_head(conn: Connection) -> None:
+    """A well-formed entry 11, chained to entry 10, without moving the head."""
+    last = _row(conn, 10)
+    row: dict[str, Any] = {
+        "seq": 11,
+        "at": datetime(2026, 11, 22, tzinfo=UTC),
+        "event": "approved",
+        "actor": "U0MALLORY",
+        "cluster": "prod-eu",
+        "namespace": "istio-system",
+        "request_id": None,
+        "objects": [],
+        "details": {},
+        "prev_hash": last["hash"],
+    }
+    conn.execute(insert(ENTRIES).values(**row, hash=entry_hash(**row)))
+
+
+def _renumber_after_delete(conn: Connection) -> None:
+    conn.execute(text("DELETE FROM audit_entries WHERE seq = 4"))
+    for seq in range(5, 11):
+        conn.execute(text("UPDATE audit_entries SET seq = :new WHERE seq = :old"), {"new": seq - 1, "old": seq})
+
+
+Tamper = str | Callable[[Connection], None]
+
+# name: (what is done to a chain of 10 entries, the problem lines expected, as prefixes)
+TAMPERING: dict[str, tuple[list[Tamper], list[str]]] = {
+    "entry changed": (["UPDATE audit_entries SET actor = 'U0MALLORY' WHERE seq = 3"], ["entry 3 was changed"]),
+    "details changed": (
+        ["""UPDATE audit_entries SET details = '{"i": 4, "note": "nothing to see"}' WHERE seq = 5"""],
+        ["entry 5 was changed"],
+    ),
+    "time changed": (
+        ["UPDATE audit_entries SET at = (SELECT at FROM audit_entries WHERE seq = 1) WHERE seq = 2"],
+        ["entry 2 was changed"],
+    ),
+    "entry deleted": (["DELETE FROM audit_entries WHERE seq = 4"], ["entry 4 is missing"]),
+    "entries deleted": (["DELETE FROM audit_entries WHERE seq BETWEEN 4 AND 6"], ["entries 4-6 are missing"]),
+    "first entry deleted": (["DELETE FROM audit_entries WHERE seq = 1"], ["entry 1 is missing"]),
+    "seqs swapped": (
+        [lambda conn: _move(conn, (3, 4), (4, 3))],
+        ["entry 3 is out of order: it was written as entry 4", "entry 4 is out of order: it was written as entry 3"],
+    ),
+    "contents swapped": (
+        [_swap_contents],
+        ["entry 6 is out of order: it was written as entry 7", "entry 7 is out of order: it was written as entry 6"],
+    ),
+    "three rotated": (
+        [lambda conn: _move(conn, (2, 4), (3, 2), (4, 3))],
+        [
+            "entry 2 is out of order: it was written as entry 3",
+            "entry 3 is out of order: it was written as entry 4",
+            "entry 4 is out of order: it was written as entry 2",
+        ],
+    ),
+    "rewritten with a recomputed hash": (
+        [_rewrite_and_rehash],
+        ["entry 4 does not link to entry 3: entry 3 was rewritten (with a recomputed hash) or replaced"],
+    ),
+    "deleted and renumbered": (
+        [_renumber_after_delete],
+        [
+            *(f"entry {n} is out of order: it was written as entry {n + 1}" for n in range(4, 10)),
+            "the last entry is missing (10): the head says the chain ends there",
+        ],
+    ),
+    "last entry removed": (
+        ["DELETE FROM audit_entries WHERE seq = 10"],
+        ["the last entry is missing (10): the head says the chain ends there"],
+    ),
+    "tail removed": (
+        ["DELETE FROM audit_entries WHERE seq >= 8"],
+        ["the last 3 entries are missing (8-10): the head says the chain ends at entry 10"],
+    ),
+    "head hash edited": (
+        ["UPDATE audit_head SET hash = '" + "f" * 64 + "'"],
+        ["the head row does not match entry 10 (head hash ffffffffffff, entry hash "],
+    ),
+    "head moved back": (
+        ["UPDATE audit_head SET seq = 8"],
+        [
+            "the head row does not match entry 8 (head hash ",
+            "2 entries lie beyond the head (seq 9-10, the head says 8): the head row was changed",
+        ],
+    ),
+    "head moved back consistently": (
+        ["UPDATE audit_head SET seq = 9, hash = (SELECT hash FROM audit_entries WHERE seq = 9)"],
+        ["1 entry lies beyond the head (seq 10, the head says 9)"],
+    ),
+    "head moved on": (
+        ["UPDATE audit_head SET seq = 12"],
+        ["the last 2 entries are missing (11-12): the head says the chain ends at entry 12"],
+    ),
+    "head row removed": (["DELETE FROM audit_head"], ["the head row (audit_head) is missing"]),
+    "entry forged after the head": ([_forge_after_head], ["1 entry lies beyond the head (seq 11, the head says 10)"]),
+    "several at once": (
+        [
+            "UPDATE audit_entries SET namespace = 'kube-system' WHERE seq = 2",
+            "DELETE FROM audit_entries WHERE seq = 5",
+            lambda conn: _move(conn, (7, 8), (8, 7)),
+            "DELETE FROM audit_entries WHERE seq = 10",
+        ],
+        [
+            "entry 2 was changed",
+            "entry 5 is missing",
+            "entry 7 is out of order: it was written as entry 8",
+            "entry 8 is out of order: it was written as entry 7",
+            "the last entry is missing (10)",
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TAMPERING))
+def test_verify_reports_tampering(database: Database, case: str) -> None:
+    append_entries(database, 10)
+    code, lines = verify_lines(database) if case == "entry changed" else (0, auditing.verify(database).lines())
+    assert code == 0
+    assert len(lines) == 1
+    assert lines[0].startswith("audit trail intact: 10 entries, head ")
+
+    actions, expected = TAMPERING[case]
+    with attacker(database.url, "audit_entries") as conn:
+        for action in actions:
+            if isinstance(action, str):
+                conn.execute(text(action))
+            else:
+                action(conn)
+
+    code, lines = verify_lines(database)
+    assert code == 1, lines
+    count = len(expected)
+    assert lines[0] == f"audit trail TAMPERED: {count} problem{'s' if count > 1 else ''}"
+    problems = [line.removeprefix("  ") for line in lines[1:]]
+    assert len(problems) == count, problems
+    for line, prefix in zip(problems, expected, strict=True):
+        assert line.startswith(prefix), (line, prefix)
+
+
+def test_verify_reports_changed_and_missing_backups(database: Database) -> None:
+    request_id = make_request(database)
+    append_entries(database, 2, request_id=request_id)
+    ids = [
+        add_backup(database, request_id, {**KIALI, "metadata": {**KIALI["metadata"], "name": f"k{i}"}})
+        for i in range(4)
+    ]
+    assert auditing.verify(database).lines()[0].startswith("audit trail intact: 6 entries, head ")
+
+    forged = {**KIALI, "spec": {"deployment": {"replicas": 0}}}
+    with attacker(database.url, "backups") as conn:
+        # the object alone, then an object with its sha256 recomputed, then a whole row
+        conn.execute(text("UPDATE backups SET object = :o WHERE id = :id"), {"o": json.dumps(forged), "id": ids[0]})
+        from bot.store.backups import object_sha256
+
+        conn.execute(
+            text("UPDATE backups SET object = :o, sha256 = :s WHERE id = :id"),
+            {"o": json.dumps(forged), "s": object_sha256(forged), "id": ids[1]},
+        )
+        conn.execute(text("DELETE FROM backups WHERE id = :id"), {"id": ids[2]})
+
+    code, lines = verify_lines(database)
+    assert code == 1
+    assert lines == [
+        "audit trail TAMPERED: 3 problems",
+        f"  backup {ids[0]} was changed: its object no longer matches its sha256",
+        f"  backup {ids[1]} was changed: its object and sha256 are not the ones entry 4 recorded",
+        f"  backup {ids[2]} is missing (entry 5 recorded it)",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+
+def test_export_json_and_csv(database: Database) -> None:
+    append_entries(database, 3, request_id=7)
+    append_entries(database, 2, request_id=8)
+    with database.unit_of_work() as uow:
+        head_seq, head_hash = uow.audit.head()
+        stored = list(uow.audit.records())
+
+    default = nsstuck(database, "audit", "export")
+    explicit = nsstuck(database, "audit", "export", "--json")
+    assert default.returncode == explicit.returncode == 0, default.stderr
+    assert default.stdout == explicit.stdout
+    document = json.loads(default.stdout)
+    assert document["schema"] == "nsstuck.audit/v1"
+    assert document["head"] == {"seq": head_seq, "hash": head_hash}
+    assert document["entries"] == [r.to_json() for r in stored]
+    first = document["entries"][0]
+    assert list(first) == [
+        "seq", "at", "event", "actor", "cluster", "namespace", "request_id", "objects", "details", "prev_hash", "hash",
+    ]  # fmt: skip
+    assert first["at"] == "2026-11-21T10:00:00.000000Z"
+    assert first["details"] == {"i": 0, "note": "ünïcode ✓"}
+
+    result = nsstuck(database, "audit", "export", "--csv")
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [int(r["seq"]) for r in rows] == [1, 2, 3, 4, 5]
+    assert rows[0]["objects"] == '[{"kind":"Kiali","name":"kiali-0","namespace":"istio-system"}]'
+    assert json.loads(rows[0]["details"]) == {"i": 0, "note": "ünïcode ✓"}
+    assert rows[4]["hash"] == head_hash
+    assert rows[0]["request_id"] == "7"
+
+    by_request = json.loads(nsstuck(database, "audit", "export", "--request", "8").stdout)
+    assert [e["seq"] for e in by_request["entries"]] == [4, 5]
+    assert by_request["head"]["seq"] == 5  # the chain's head, to pin the export to
+    since = nsstuck(database, "audit", "export", "--csv", "--since", "2026-11-21T11:00:01+01:00")
+    assert [int(r["seq"]) for r in csv.DictReader(io.StringIO(since.stdout))] == [2, 3, 5]  # 10:01 UTC on
+    naive = nsstuck(database, "audit", "export", "--since", "2026-11-21T10:02:00", "--request", "7")
+    assert [e["seq"] for e in json.loads(naive.stdout)["entries"]] == [3]
+
+
+def test_export_usage_errors(tmp_path: Path) -> None:
+    from bot.store import migrating
+
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    migrating.upgrade(url)
+    env = {"NSSTUCK_DATABASE_URL": url}
+    both = run_nsstuck("audit", "export", "--json", "--csv", env=env)
+    assert both.returncode == 2
+    assert "not allowed with argument" in both.stderr
+    for args, message in (
+        (
+            ["--since", "yesterday"],
+            "nsstuck: --since 'yesterday' is not an ISO time (for example 2026-11-21T10:00:00Z)",
+        ),
+        (["--request", "0"], "nsstuck: --request must be a positive request id"),
+    ):
+        result = run_nsstuck("audit", "export", *args, env=env)
+        assert (result.returncode, result.stderr.strip(), result.stdout) == (2, message, "")
+
+
+def test_commands_refuse_a_database_that_is_not_migrated(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    for args in (("audit", "verify"), ("audit", "export", "--csv"), ("backup", "show", "1")):
+        result = run_nsstuck(*args, env={"NSSTUCK_DATABASE_URL": url})
+        assert result.returncode == 2, args
+        assert result.stderr.strip() == (
+            "nsstuck: config error: environment: NSSTUCK_DATABASE_URL: the schema is at nothing (an empty "
+            "database), not at head 0003: run `nsstuck db upgrade`"
+        )
+        assert result.stdout == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# backup show
+
+
+def test_backup_show(database: Database) -> None:
+    backup_id = add_backup(database, make_request(database))
+    with database.unit_of_work() as uow:
+        backup = uow.backups.get(backup_id)
+        assert backup is not None
+        sha256, request_id = backup.sha256, backup.request_id
+
+    result = nsstuck(database, "backup", "show", str(backup_id))
+    assert result.returncode == 0, result.stderr
+    comments = [line for line in result.stdout.splitlines() if line.startswith("#")]
+    assert comments[:4] == [
+        f"# nsstuck backup {backup_id}: Kiali istio-system/kiali (kiali.io/v1alpha1)",
+        f"# cluster prod-eu, remediation request {request_id}, taken 2026-11-21T10:00:00Z",
+        "# uid 6f0c1e2a-0000-4000-8000-000000000001, resourceVersion 48213 when taken",
+        f"# sha256 {sha256}: the stored object still matches it",
+    ]
+    shown = yaml.safe_load(result.stdout)
+    assert "status" not in shown
+    assert set(shown["metadata"]) == {"name", "namespace", "finalizers", "labels", "annotations"}
+    raw = nsstuck(database, "backup", "show", str(backup_id), "--raw")
+    assert raw.returncode == 0
+    assert yaml.safe_load(raw.stdout) == KIALI
+    assert "# the object exactly as it was read (--raw)" in raw.stdout
+
+    missing = nsstuck(database, "backup", "show", str(backup_id + 1))
+    assert (missing.returncode, missing.stderr.strip()) == (2, f"nsstuck: there is no backup {backup_id + 1}")
+
+    with attacker(database.url, "backups") as conn:
+        conn.execute(text("UPDATE backups SET object = :o"), {"o": json.dumps({**KIALI, "spec": {}})})
+    changed = nsstuck(database, "backup", "show", str(backup_id))
+    assert changed.returncode == 1
+    assert f"# sha256 {sha256}: DOES NOT MATCH, the stored object was changed after it was taken" in changed.stdout
+    assert changed.stderr.strip() == (
+        f"nsstuck: backup {backup_id} does not match its sha256: it was changed after it was taken"
+    )
+
+
+@pytest.mark.kubectl
+def test_a_backup_recreates_the_object_with_kubectl(tmp_path: Path, kubeconfig_path: Path) -> None:
+    from bot.store import migrating
+
+    def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig_path), "HOME": str(tmp_path)}
+        return subprocess.run(
+            ["/usr/bin/kubectl", *args], input=stdin, capture_output=True, text=True, env=env, timeout=30, check=False
+        )
+
+    assert kubectl("create", "namespace", "shop").returncode == 0
+    made = kubectl("create", "configmap", "settings", "-n", "shop", "--from-literal=color=blue")
+    assert made.returncode == 0, made.stderr
+    live = json.loads(kubectl("get", "configmap", "settings", "-n", "shop", "-o", "json").stdout)
+    assert live["metadata"]["resourceVersion"]
+
+    url = f"sqlite:///{tmp_path / 'b.db'}"
+    migrating.upgrade(url)
+    database = Database(url)
+    try:
+        backup_id = add_backup(database, make_request(database), live)
+    finally:
+        database.dispose()
+    assert kubectl("delete", "configmap", "settings", "-n", "shop").returncode == 0
+
+    shown = run_nsstuck("backup", "show", str(backup_id), env={"NSSTUCK_DATABASE_URL": url})
+    created = kubectl("create", "-f", "-", stdin=shown.stdout)
+    assert created.returncode == 0, created.stderr
+    again = json.loads(kubectl("get", "configmap", "settings", "-n", "shop", "-o", "json").stdout)
+    assert again["data"] == {"color": "blue"}
+    assert again["metadata"]["uid"] != live["metadata"]["uid"]
+
+
+def test_help_texts_describe_the_commands() -> None:
+    def help_of(*path: str) -> str:
+        result = run_nsstuck(*path, "--help")
+        assert result.returncode == 0
+        return " ".join(result.stdout.split())  # argparse wraps to the terminal's width
+
+    export = help_of("audit", "export")
+    assert "nsstuck.audit/v1" in export
+    assert "--since ISO-TIME" in export
+    assert "--request ID" in export
+    assert "--json (the default)" in export
+    verify = help_of("audit", "verify")
+    assert "Exit 0 intact, 1 tampered" in verify
+    show = help_of("backup", "show")
+    assert "kubectl create -f" in show
+    assert "--raw" in show
