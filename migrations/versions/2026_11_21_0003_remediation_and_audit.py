@@ -76,9 +76,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_remediation_requests")),
     )
-    op.create_index(
-        op.f("ix_remediation_requests_status_expires_at"), "remediation_requests", ["status", "expires_at"]
-    )
+    op.create_index(op.f("ix_remediation_requests_status_expires_at"), "remediation_requests", ["status", "expires_at"])
     op.create_index(op.f("ix_remediation_requests_incident_id"), "remediation_requests", ["incident_id"])
     op.create_index(
         "uq_remediation_requests_pending_remedy",
