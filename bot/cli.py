@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import __version__
 from bot.errors import ConfigError, NsstuckError, UserError
@@ -140,6 +140,11 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             ),
             scheduling.Job("follow-up-open-incidents", follow, IntervalTrigger(seconds=settings.follow_up_seconds)),
             scheduling.Job("prune-old-snapshots", prune, IntervalTrigger(hours=1)),
+            # digests: due ones are claimed in the database, so one replica posts each; at start-up too,
+            # to make up a run missed while nsstuck was down
+            scheduling.Job(
+                "digests", bot.digest_tick, IntervalTrigger(seconds=settings.digest_tick_seconds), run_at_start=True
+            ),
             # expiry of requests, reconciliation of executions cut short by a crash, follow-through
             scheduling.Job(
                 "remediation-chores",
@@ -321,6 +326,39 @@ def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.services.digest_text import render_text
+    from bot.services.digesting import file_clock, run_now, wall_clock
+
+    config, settings = ctx.config, ctx.settings
+    channels = [args.channel] if args.channel else list(dict.fromkeys(d.channel for d in config.digests))
+    if not channels:
+        raise UserError("no digest is configured (digests: in the config file); name one with --channel ID")
+    poster = None
+    if not args.dry_run:
+        if settings.slack_bot_token is None:
+            raise ConfigError("environment", "SLACK_BOT_TOKEN", "required to post a digest (or use --dry-run)")
+        poster = _digest_poster(settings)
+    clock = file_clock(settings.clock_file) if settings.clock_file else wall_clock
+    db = _migrated_database(ctx)
+    try:
+        for channel in channels:
+            digest = run_now(db, config, ctx.config_path, channel=channel, now=clock(), poster=poster)
+            if args.dry_run:
+                ctx.out.write(render_text(digest))
+            else:
+                ctx.print(f"digest posted to {channel}: {digest.stuck} stuck")
+    finally:
+        db.dispose()
+    return 0
+
+
+def _digest_poster(settings: Settings) -> Callable[[Any], str | None]:
+    from bot.slack.digest_posting import direct_poster
+
+    return direct_poster(settings)
+
+
 def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
     _ = ctx.config
     raise NotBuiltYetError("clusters check")
@@ -412,7 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     digest_run.add_argument("--channel", metavar="ID", help="the digest's channel (default: every digest)")
     digest_run.add_argument("--dry-run", action="store_true", help="print the digest instead of posting it")
-    digest_run.set_defaults(handler=_not_built("digest run"))
+    digest_run.set_defaults(handler=cmd_digest_run)
 
     audit = commands.add_parser(
         "audit",

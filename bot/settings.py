@@ -65,10 +65,53 @@ def parse_duration(text: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def validate_cron(expression: str, timezone: str = "UTC") -> str:
-    """Check a five-field crontab expression; returns it unchanged or raises ValueError."""
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def _crontab_days(field: str) -> str:
+    """The day-of-week field in APScheduler's terms. Crontab counts 0 (or 7) = Sunday, 1 = Monday;
+    APScheduler 3 counts 0 = Monday, so `1-5` would silently mean Tuesday to Saturday. Numbers become
+    explicit day names; names and `*` pass through."""
+    days: list[str] = []
+    for part in field.split(","):
+        spec, _, step_text = part.partition("/")
+        if not any(c.isdigit() for c in spec):
+            if step_text or spec == "*":
+                if spec == "*" and not step_text:
+                    return field
+                spec = "0-6" if spec == "*" else spec
+            else:
+                days.append(spec)
+                continue
+        first, _, last = spec.partition("-")
+        if not first.isdigit() or (last and not last.isdigit()) or (step_text and not step_text.isdigit()):
+            raise ValueError(f"day of week {part!r} is not valid")
+        low, high, step = int(first), int(last or first), int(step_text or 1)
+        if not (0 <= low <= 7 and 0 <= high <= 7 and low <= high and step >= 1):
+            raise ValueError(f"day of week {part!r} is out of range (0-7, Sunday is 0 or 7)")
+        if step_text and not last:  # `1/2`: from Monday, every other day
+            high = 6
+        days.extend(_DAY_NAMES[d] for d in range(low, high + 1, step))
+    return ",".join(dict.fromkeys(days))
+
+
+def cron_trigger(expression: str, timezone: str = "UTC") -> Any:
+    """An APScheduler CronTrigger for a five-field crontab expression, with crontab's day numbers."""
     from apscheduler.triggers.cron import CronTrigger  # heavy import, only when a digest exists
 
+    minute, hour, day, month, day_of_week = expression.split()
+    return CronTrigger(
+        minute=minute,
+        hour=hour,
+        day=day,
+        month=month,
+        day_of_week=_crontab_days(day_of_week),
+        timezone=ZoneInfo(timezone),
+    )
+
+
+def validate_cron(expression: str, timezone: str = "UTC") -> str:
+    """Check a five-field crontab expression; returns it unchanged or raises ValueError."""
     fields = expression.split()
     if len(fields) != 5:
         raise ValueError(
@@ -76,7 +119,7 @@ def validate_cron(expression: str, timezone: str = "UTC") -> str:
             f"(minute hour day-of-month month day-of-week), got {len(fields)}"
         )
     try:
-        CronTrigger.from_crontab(expression, timezone=ZoneInfo(timezone))
+        cron_trigger(expression, timezone)
     except (ValueError, KeyError) as e:
         raise ValueError(f"{expression!r} is not a valid cron expression: {e}") from e
     return expression
@@ -160,11 +203,22 @@ class DigestConfig(_Strict):
     timezone: Annotated[str, AfterValidator(_check_timezone)] = "UTC"
     clusters: tuple[str, ...] = ()
     stuck_after: Annotated[timedelta, BeforeValidator(_to_duration)] = timedelta(minutes=30)
+    # a name for the digest (it keys its runs in the database); default: channel, schedule, zone
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    # when nothing is stuck: a one-line all-clear (true) or no message at all (false)
+    all_clear: bool = True
+    # a run missed while nsstuck was down is made up at start-up if it is at most this late
+    catch_up: Annotated[timedelta, BeforeValidator(_to_duration)] = timedelta(hours=1)
 
     @model_validator(mode="after")
     def _cron_in_zone(self) -> DigestConfig:
         validate_cron(self.schedule, self.timezone)
         return self
+
+    @property
+    def key(self) -> str:
+        """What identifies this digest's runs across restarts and replicas."""
+        return self.name or f"{self.channel} {self.schedule} {self.timezone}"
 
 
 class AppConfig(_Strict):
@@ -189,7 +243,14 @@ class AppConfig(_Strict):
     @model_validator(mode="after")
     def _digests_name_known_clusters(self) -> AppConfig:
         known = {c.name for c in self.clusters}
+        keys: dict[str, int] = {}
         for d_index, digest in enumerate(self.digests):
+            if digest.key in keys:
+                raise _KeyedError(
+                    ("digests", d_index, "name"),
+                    f"same digest as digests[{keys[digest.key]}] (give one of them a distinct name:)",
+                )
+            keys[digest.key] = d_index
             for c_index, name in enumerate(digest.clusters):
                 if name not in known:
                     raise _KeyedError(
@@ -365,6 +426,11 @@ class Settings(BaseSettings):
     repost_seconds: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_REPOST_SECONDS")
     # days after which stored snapshots are pruned (incidents, runs and their reports are kept)
     snapshot_retention_days: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_SNAPSHOT_RETENTION_DAYS")
+    # seconds between two looks at the digest schedules (a digest is posted at most this late)
+    digest_tick_seconds: float = Field(default=20.0, gt=0, le=300, validation_alias="NSSTUCK_DIGEST_TICK_SECONDS")
+    # rehearsals and tests: a file holding an ISO 8601 time that the digest schedule takes as "now"
+    # (so a schedule, a daylight-saving change or a missed run can be tried without waiting)
+    clock_file: Path | None = Field(default=None, validation_alias="NSSTUCK_CLOCK_FILE")
     # seconds a remediation request waits for its approvals before it expires
     request_expiry_seconds: float = Field(default=3600.0, gt=0, validation_alias="NSSTUCK_REQUEST_EXPIRY_SECONDS")
     # seconds an execution may take (re-check, backup, dry run, apply); past that, and a grace, it is

@@ -53,3 +53,12 @@ def database(database_url: str) -> Iterator[Database]:
         yield db
     finally:
         db.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """An empty PostgreSQL database (for tests that only make sense on PostgreSQL, such as replicas)."""
+    admin = _postgres_admin_url()
+    assert admin is not None
+    with temporary_database(admin) as url:
+        yield url

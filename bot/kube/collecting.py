@@ -10,9 +10,9 @@ only an unreachable or unauthorized cluster raises.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -53,38 +53,61 @@ _WEBHOOKS = (
 )
 
 
+class _Namespace:
+    """What one namespace's snapshot gets on its own: its contents, its nodes, its gaps."""
+
+    def __init__(self, base: NamespaceSnapshot) -> None:
+        self.base = base
+        self.name = base.namespace
+        self.gaps: list[Gap] = []
+        self.contents: dict[str, tuple[KubeObject, ...]] = {}
+        self.nodes: dict[str, KubeObject | None] = {}
+        self.requested_nodes: set[str] = set()
+        # group versions whose every CRD type was listed in this namespace although discovery failed
+        self.fallback_complete: dict[str, bool] = {}
+
+
+# the namespaces a call is for (a late call is a gap in each of them); None: every namespace of the run
+Scope = Sequence[_Namespace] | None
+
+
 class _Loop:
     """Labelled calls on the pool, with callbacks run on the collecting thread, until the deadline."""
 
     def __init__(self, pool: ThreadPoolExecutor, deadline: float) -> None:
         self.pool = pool
         self.deadline = deadline
-        self.pending: dict[Future[Any], tuple[str, Callable[[Any], None], Callable[[CallError], None]]] = {}
+        self.pending: dict[Future[Any], tuple[str, Callable[[Any], None], Callable[[CallError], None], Scope]] = {}
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
     def add(
-        self, label: str, call: Callable[[], Any], on_done: Callable[[Any], None], on_error: Callable[[CallError], None]
+        self,
+        label: str,
+        call: Callable[[], Any],
+        on_done: Callable[[Any], None],
+        on_error: Callable[[CallError], None],
+        scope: Scope = None,
     ) -> None:
-        self.pending[self.pool.submit(call)] = (label, on_done, on_error)
+        self.pending[self.pool.submit(call)] = (label, on_done, on_error, scope)
 
-    def run(self) -> list[str]:
-        """Drive until nothing is pending or time is up; returns the labels that did not finish."""
+    def run(self) -> list[tuple[str, Scope]]:
+        """Drive until nothing is pending or time is up; returns the calls that did not finish."""
         while self.pending:
             left = self.remaining()
             if left <= 0:
                 break
             done, _ = wait(list(self.pending), timeout=left, return_when=FIRST_COMPLETED)
             for future in done:
-                _, on_done, on_error = self.pending.pop(future)
+                _, on_done, on_error, _ = self.pending.pop(future)
                 try:
                     result = future.result()
                 except CallError as e:
                     on_error(e)
                 else:
                     on_done(result)
-        late = [label for label, _, _ in self.pending.values()]
+        late = [(label, scope) for label, _, _, scope in self.pending.values()]
         for future in self.pending:
             future.cancel()
         self.pending.clear()
@@ -155,6 +178,51 @@ def trim_crd(obj: KubeObject) -> KubeObject:
     }
 
 
+def _refusal(cluster: str, host: str, error: CallError) -> ClusterUnreachableError:
+    """What a failed read of the cluster's namespaces means: unreachable, or not letting us in."""
+    if error.status in (401, 403):
+        return ClusterUnreachableError(f"cluster {cluster!r} ({host}) refuses our credentials: {error.message}")
+    return ClusterUnreachableError(f"cluster {cluster!r} ({host}) is unreachable: {error.message}")
+
+
+def _trim_listed_namespace(item: KubeObject) -> KubeObject:
+    m = meta(item)
+    phase = (item.get("status") or {}).get("phase")
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {k: m[k] for k in ("name", "uid", "deletionTimestamp", "finalizers") if k in m},
+        "status": {"phase": phase} if phase is not None else {},
+    }
+
+
+def list_namespaces(transport: Transport, *, timeout: float | None = None) -> list[KubeObject]:
+    """Every namespace of the cluster, trimmed to what a scan reads: name, uid, deletionTimestamp and
+    finalizers in `metadata`, and `status.phase`.
+
+    One GET of /api/v1/namespaces; a server that pages the answer anyway (`metadata.continue`) is
+    followed with `limit=500`. Raises ClusterUnreachableError, as the collector's read of a namespace
+    does: the server cannot be reached, refuses our credentials (401, 403), or answers anything else
+    than the list.
+    """
+    connection = transport.connection
+    items: list[KubeObject] = []
+    query: dict[str, str] | None = None
+    while True:
+        try:
+            doc = transport.get("/api/v1/namespaces", query, timeout=timeout)
+        except CallError as e:
+            raise _refusal(connection.target.name, connection.host, e) from None
+        if not isinstance(doc, dict):
+            error = CallError("status", "the server sent no list of namespaces", 200)
+            raise _refusal(connection.target.name, connection.host, error)
+        items.extend(_trim_listed_namespace(item) for item in doc.get("items") or () if isinstance(item, dict))
+        token = (doc.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+        query = {"limit": "500", "continue": str(token)}
+
+
 class Collector:
     def __init__(
         self, transport: Transport, *, cluster: str, options: CollectOptions | None = None, clock: Clock = utcnow
@@ -188,6 +256,9 @@ class Collector:
                 return items
             params["continue"] = token
 
+    def _pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self.options.workers, thread_name_prefix="nsstuck-collect")
+
     # -- the snapshot ----------------------------------------------------------------------------
 
     def collect(self, namespace: str) -> NamespaceSnapshot:
@@ -199,8 +270,82 @@ class Collector:
         )
         if namespace_object is None or deletion_time(namespace_object) is None:
             return base
-        run = _Run(self, namespace, started + self.options.deadline)
-        return run.collect(base)
+        with self._pool() as pool:
+            loop = _Loop(pool, started + self.options.deadline)
+            snapshots = _Run(self, loop, [base]).collect()
+            pool.shutdown(wait=False, cancel_futures=True)
+        return snapshots[namespace]
+
+    def collect_many(self, namespaces: Sequence[str]) -> dict[str, NamespaceSnapshot]:
+        """For each namespace, the snapshot `collect(namespace)` would give, from one collection.
+
+        The cluster-scoped calls (discovery, APIServices, CRDs, webhook configurations, cluster-wide
+        workloads, the Services behind them, nodes) are made once for all the namespaces; the
+        namespaced lists once per terminating namespace; all of it on one pool within one deadline.
+        Raises ClusterUnreachableError, as `collect` would, if the read of any namespace fails (the
+        first such namespace in the order given); `collect_each` reports that per namespace instead.
+        """
+        outcomes = self.collect_each(namespaces)
+        snapshots: dict[str, NamespaceSnapshot] = {}
+        for name, outcome in outcomes.items():
+            if isinstance(outcome, ClusterUnreachableError):
+                raise outcome from None
+            snapshots[name] = outcome
+        return snapshots
+
+    def collect_each(self, namespaces: Sequence[str]) -> dict[str, NamespaceSnapshot | ClusterUnreachableError]:
+        """`collect_many`, where a namespace whose read fails maps to the error `collect` would raise for it.
+
+        The namespaces are read first, in parallel (a missing one gets the snapshot of a missing
+        namespace, an Active one that of an Active namespace, as `collect` gives them); the rest is
+        collected only if one of them is terminating. Keys in the order given, without repeats.
+        """
+        names = list(dict.fromkeys(namespaces))
+        if not names:
+            return {}
+        started = time.monotonic()
+        observed_at = self.clock()
+        host = self.transport.connection.host
+        failed: dict[str, ClusterUnreachableError] = {}
+        read: dict[str, KubeObject | None] = {}
+        snapshots: dict[str, NamespaceSnapshot] = {}
+
+        def on_read(name: str, doc: Any) -> None:
+            read[name] = trim(doc) if isinstance(doc, dict) else None
+
+        def on_read_error(name: str, error: CallError) -> None:
+            if error.status == 404:
+                read[name] = None
+            else:
+                failed[name] = _refusal(self.cluster, host, error)
+
+        with self._pool() as pool:
+            loop = _Loop(pool, started + self.options.deadline)
+            for name in names:
+                path = f"/api/v1/namespaces/{quote(name)}"
+                loop.add(
+                    f"get namespace {name}",
+                    partial(self._get, loop, path),
+                    partial(on_read, name),
+                    partial(on_read_error, name),
+                )
+            for label, _ in loop.run():
+                name = label.removeprefix("get namespace ")
+                late = CallError("timeout", f"not answered within {self.options.deadline:g}s")
+                failed[name] = _refusal(self.cluster, host, late)
+            terminating: list[NamespaceSnapshot] = []
+            for name, namespace_object in read.items():
+                base = NamespaceSnapshot(
+                    cluster=self.cluster, namespace=name, observed_at=observed_at, namespace_object=namespace_object
+                )
+                if namespace_object is None or deletion_time(namespace_object) is None:
+                    snapshots[name] = base
+                else:
+                    terminating.append(base)
+            if terminating:
+                snapshots.update(_Run(self, loop, terminating).collect())
+            pool.shutdown(wait=False, cancel_futures=True)
+        return {name: failed[name] if name in failed else snapshots[name] for name in names}
 
     def _read_namespace(self, namespace: str) -> KubeObject | None:
         host = self.transport.connection.host
@@ -209,114 +354,120 @@ class Collector:
         except CallError as e:
             if e.status == 404:
                 return None
-            if e.status in (401, 403):
-                raise ClusterUnreachableError(
-                    f"cluster {self.cluster!r} ({host}) refuses our credentials: {e.message}"
-                ) from None
-            raise ClusterUnreachableError(f"cluster {self.cluster!r} ({host}) is unreachable: {e.message}") from None
+            raise _refusal(self.cluster, host, e) from None
         return trim(doc) if isinstance(doc, dict) else None
 
 
 class _Run:
-    """The state of one collection: results so far, gaps, and what follows from what."""
+    """The state of one collection for one or more terminating namespaces of a cluster.
 
-    def __init__(self, collector: Collector, namespace: str, deadline: float) -> None:
+    What is cluster-wide (discovery, APIServices, webhooks, CRDs, workloads, the Services behind
+    them, node objects) is requested once and shared; what is namespaced (the lists of every type,
+    the nodes of deleting pods, the CRD fallbacks, the gaps) is kept per namespace.
+    """
+
+    def __init__(self, collector: Collector, loop: _Loop, bases: Sequence[NamespaceSnapshot]) -> None:
         self.c = collector
-        self.namespace = namespace
-        self.deadline = deadline
-        self.gaps: list[Gap] = []
+        self.loop = loop
+        self.namespaces = [_Namespace(base) for base in bases]
         self.group_versions: dict[str, GroupVersionStatus] = {}
         self.resource_types: list[ResourceType] = []
-        self.contents: dict[str, tuple[KubeObject, ...]] = {}
         self.apiservices: list[KubeObject] = []
-        self.webhooks: list[KubeObject] = []
+        # per kind, joined in a fixed order at the end (the calls finish in any order)
+        self.webhooks: dict[str, list[KubeObject]] = {}
         self.crds: list[KubeObject] = []
-        self.workloads: list[KubeObject] = []
+        self.workloads: dict[str, list[KubeObject]] = {}
         self.services: dict[tuple[str, str], KubeObject] = {}
         self.slices: list[KubeObject] = []
         self.endpoints: list[KubeObject] = []
         self.backend_pods: dict[str, KubeObject] = {}
-        self.nodes: dict[str, KubeObject | None] = {}
+        # a node is read once for every namespace with a deleting pod on it
+        self.node_results: dict[str, KubeObject | CallError] = {}
+        self.node_waiters: dict[str, list[_Namespace]] = {}
         self.preferred: dict[str, str] = {"": "v1"}
         self.requested_services: set[tuple[str, str]] = set()
-        self.requested_nodes: set[str] = set()
         self.discovery_errors: dict[str, CallError] = {}
         self.crds_loaded = False
         self.fallback_done: set[str] = set()
-        # group versions whose every CRD type was listed although discovery failed
-        self.fallback_complete: dict[str, bool] = {}
 
     def gap(self, what: str) -> Callable[[CallError], None]:
+        """A failed cluster-wide call: a gap in every namespace."""
+
         def record(error: CallError) -> None:
-            self.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+            for ns in self.namespaces:
+                ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
 
         return record
 
-    def collect(self, base: NamespaceSnapshot) -> NamespaceSnapshot:
-        opts = self.c.options
-        with ThreadPoolExecutor(max_workers=opts.workers, thread_name_prefix="nsstuck-collect") as pool:
-            loop = _Loop(pool, self.deadline)
-            self.loop = loop
-            loop.add(
-                "discovery of /api",
-                lambda: self.c._get(loop, "/api"),
-                self._on_core_versions,
-                self.gap("discovery of /api"),
-            )
-            loop.add(
-                "discovery of /apis",
-                lambda: self.c._get(loop, "/apis"),
-                self._on_groups,
-                self.gap("discovery of /apis"),
-            )
-            loop.add(
-                "list apiservices",
-                lambda: self.c._list(loop, "/apis/apiregistration.k8s.io/v1/apiservices"),
-                self._on_apiservices,
-                self.gap("list apiservices (cluster-wide)"),
-            )
-            for path, kind in _WEBHOOKS:
-                loop.add(path, partial(self.c._list, loop, path), self._on_webhooks(kind), self.gap(f"list {kind}s"))
-            loop.add(
-                "list customresourcedefinitions",
-                lambda: self.c._list(loop, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
-                self._on_crds,
-                self.gap("list customresourcedefinitions"),
-            )
-            for path, kind in _WORKLOADS:
-                loop.add(
-                    path,
-                    partial(self.c._list, loop, path),
-                    self._on_workloads(kind),
-                    self.gap(f"list {kind.lower()}s (cluster-wide workloads)"),
-                )
-            late = loop.run()
-            pool.shutdown(wait=False, cancel_futures=True)
-        for label in late:
-            self.gaps.append(Gap(what=label, reason="timeout", detail=f"not finished within {opts.deadline:g}s"))
-        for gv, error in self.discovery_errors.items():
-            if self.fallback_complete.get(gv) or gv.rpartition("/")[0] in STATELESS_GROUPS:
-                continue  # nothing of it can be missing from our picture of the namespace
-            self.gaps.append(Gap(what=f"resources of {gv}", reason=_reason(error), detail=f"discovery failed: {error}"))
-        return NamespaceSnapshot(
-            cluster=base.cluster,
-            namespace=base.namespace,
-            observed_at=base.observed_at,
-            namespace_object=base.namespace_object,
-            group_versions=tuple(sorted(self.group_versions.values(), key=lambda g: g.group_version)),
-            resource_types=tuple(sorted(self.resource_types, key=lambda t: t.key)),
-            contents=dict(sorted(self.contents.items())),
-            apiservices=tuple(self.apiservices),
-            services=tuple(self.services[k] for k in sorted(self.services)),
-            endpoint_slices=tuple(self.slices),
-            endpoints=tuple(self.endpoints),
-            backend_pods=tuple(self.backend_pods[k] for k in sorted(self.backend_pods)),
-            webhook_configurations=tuple(self.webhooks),
-            crds=tuple(self.crds),
-            nodes=dict(sorted(self.nodes.items())),
-            workloads=tuple(self.workloads),
-            gaps=tuple(sorted(self.gaps, key=lambda g: (g.what, g.reason))),
+    def collect(self) -> dict[str, NamespaceSnapshot]:
+        loop = self.loop
+        loop.add(
+            "discovery of /api",
+            lambda: self.c._get(loop, "/api"),
+            self._on_core_versions,
+            self.gap("discovery of /api"),
         )
+        loop.add(
+            "discovery of /apis",
+            lambda: self.c._get(loop, "/apis"),
+            self._on_groups,
+            self.gap("discovery of /apis"),
+        )
+        loop.add(
+            "list apiservices",
+            lambda: self.c._list(loop, "/apis/apiregistration.k8s.io/v1/apiservices"),
+            self._on_apiservices,
+            self.gap("list apiservices (cluster-wide)"),
+        )
+        for path, kind in _WEBHOOKS:
+            loop.add(path, partial(self.c._list, loop, path), self._on_webhooks(kind), self.gap(f"list {kind}s"))
+        loop.add(
+            "list customresourcedefinitions",
+            lambda: self.c._list(loop, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+            self._on_crds,
+            self.gap("list customresourcedefinitions"),
+        )
+        for path, kind in _WORKLOADS:
+            loop.add(
+                path,
+                partial(self.c._list, loop, path),
+                self._on_workloads(kind),
+                self.gap(f"list {kind.lower()}s (cluster-wide workloads)"),
+            )
+        late = loop.run()
+        deadline = self.c.options.deadline
+        for label, scope in late:
+            for ns in self.namespaces if scope is None else scope:
+                ns.gaps.append(Gap(what=label, reason="timeout", detail=f"not finished within {deadline:g}s"))
+        for ns in self.namespaces:
+            for gv, error in self.discovery_errors.items():
+                if ns.fallback_complete.get(gv) or gv.rpartition("/")[0] in STATELESS_GROUPS:
+                    continue  # nothing of it can be missing from our picture of the namespace
+                ns.gaps.append(
+                    Gap(what=f"resources of {gv}", reason=_reason(error), detail=f"discovery failed: {error}")
+                )
+        shared: dict[str, Any] = {
+            "group_versions": tuple(sorted(self.group_versions.values(), key=lambda g: g.group_version)),
+            "resource_types": tuple(sorted(self.resource_types, key=lambda t: t.key)),
+            "apiservices": tuple(self.apiservices),
+            "services": tuple(self.services[k] for k in sorted(self.services)),
+            "endpoint_slices": tuple(sorted(self.slices, key=_namespaced_name)),
+            "endpoints": tuple(sorted(self.endpoints, key=_namespaced_name)),
+            "backend_pods": tuple(self.backend_pods[k] for k in sorted(self.backend_pods)),
+            "webhook_configurations": tuple(o for _, kind in _WEBHOOKS for o in self.webhooks.get(kind, ())),
+            "crds": tuple(self.crds),
+            "workloads": tuple(o for _, kind in _WORKLOADS for o in self.workloads.get(kind, ())),
+        }
+        return {
+            ns.name: replace(
+                ns.base,
+                contents=dict(sorted(ns.contents.items())),
+                nodes=dict(sorted(ns.nodes.items())),
+                gaps=tuple(sorted(ns.gaps, key=lambda g: (g.what, g.reason, g.detail))),
+                **shared,
+            )
+            for ns in self.namespaces
+        }
 
     # -- discovery -------------------------------------------------------------------------------
 
@@ -364,51 +515,69 @@ class _Run:
                 continue
             rtype = ResourceType(group, version, name, str(resource.get("kind", "")), True, verbs)
             self.resource_types.append(rtype)
-            base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
-            path = f"{base}/namespaces/{quote(self.namespace)}/{name}"
-            self.loop.add(
-                f"list {rtype.key}",
-                partial(self.c._list, self.loop, path),
-                partial(self._on_contents, rtype),
-                self._content_failed(rtype),
-            )
+            for ns in self.namespaces:
+                self._list_contents(ns, rtype, self._content_failed(ns, rtype))
 
-    def _content_failed(self, rtype: ResourceType) -> Callable[[CallError], None]:
+    def _list_contents(self, ns: _Namespace, rtype: ResourceType, failed: Callable[[CallError], None]) -> None:
+        base = f"/api/{rtype.version}" if not rtype.group else f"/apis/{rtype.group}/{rtype.version}"
+        path = f"{base}/namespaces/{quote(ns.name)}/{rtype.resource}"
+        self.loop.add(
+            f"list {rtype.key}",
+            partial(self.c._list, self.loop, path),
+            partial(self._on_contents, ns, rtype),
+            failed,
+            (ns,),
+        )
+
+    def _content_failed(self, ns: _Namespace, rtype: ResourceType) -> Callable[[CallError], None]:
         def failed(error: CallError) -> None:
             if error.status in (404, 405):
                 return  # the type went away or cannot be listed: nothing of it can hold the namespace
-            self.gaps.append(
-                Gap(what=f"list {rtype.key} in {self.namespace}", reason=_reason(error), detail=error.message)
-            )
+            ns.gaps.append(Gap(what=f"list {rtype.key} in {ns.name}", reason=_reason(error), detail=error.message))
 
         return failed
 
-    def _on_contents(self, rtype: ResourceType, items: list[KubeObject]) -> None:
+    def _on_contents(self, ns: _Namespace, rtype: ResourceType, items: list[KubeObject]) -> None:
         if items:
-            self.contents[rtype.key] = tuple(items)
+            ns.contents[rtype.key] = tuple(items)
         if rtype.key == "pods":
             for pod in items:
                 node = (pod.get("spec") or {}).get("nodeName")
-                if node and deletion_time(pod) is not None and node not in self.requested_nodes:
-                    self.requested_nodes.add(node)
-                    self.loop.add(
-                        f"get node {node}",
-                        partial(self.c._get, self.loop, f"/api/v1/nodes/{quote(node)}"),
-                        partial(self._on_node, node),
-                        self._node_failed(node),
-                    )
+                if node and deletion_time(pod) is not None and node not in ns.requested_nodes:
+                    ns.requested_nodes.add(node)
+                    self._want_node(ns, str(node))
 
-    def _on_node(self, node: str, obj: KubeObject) -> None:
-        self.nodes[node] = trim(obj)
+    def _want_node(self, ns: _Namespace, node: str) -> None:
+        if node in self.node_results:
+            self._give_node(ns, node, self.node_results[node])
+            return
+        waiters = self.node_waiters.get(node)
+        if waiters is not None:
+            waiters.append(ns)
+            return
+        self.node_waiters[node] = waiters = [ns]
 
-    def _node_failed(self, node: str) -> Callable[[CallError], None]:
-        def failed(error: CallError) -> None:
-            if error.status == 404:
-                self.nodes[node] = None
-            else:
-                self.gaps.append(Gap(what=f"get node {node}", reason=_reason(error), detail=error.message))
+        def answered(result: KubeObject | CallError) -> None:
+            self.node_results[node] = result
+            for waiting in self.node_waiters.pop(node, ()):
+                self._give_node(waiting, node, result)
 
-        return failed
+        self.loop.add(
+            f"get node {node}",
+            partial(self.c._get, self.loop, f"/api/v1/nodes/{quote(node)}"),
+            lambda obj: answered(trim(obj)),
+            answered,
+            waiters,
+        )
+
+    @staticmethod
+    def _give_node(ns: _Namespace, node: str, result: KubeObject | CallError) -> None:
+        if not isinstance(result, CallError):
+            ns.nodes[node] = result
+        elif result.status == 404:
+            ns.nodes[node] = None
+        else:
+            ns.gaps.append(Gap(what=f"get node {node}", reason=_reason(result), detail=result.message))
 
     # -- cluster-wide context --------------------------------------------------------------------
 
@@ -423,7 +592,7 @@ class _Run:
         def handle(items: list[KubeObject]) -> None:
             for item in items:
                 item["kind"] = kind
-                self.webhooks.append(item)
+                self.webhooks.setdefault(kind, []).append(item)
                 for webhook in item.get("webhooks") or ():
                     service = (webhook.get("clientConfig") or {}).get("service") or {}
                     if service:
@@ -453,18 +622,18 @@ class _Run:
             )
         if not types:
             return
-        self.fallback_complete[group_version] = True
-        for rtype in types:
-            self.resource_types.append(rtype)
-            path = f"/apis/{group}/{version}/namespaces/{quote(self.namespace)}/{rtype.resource}"
+        self.resource_types.extend(types)
+        for ns in self.namespaces:
+            ns.fallback_complete[group_version] = True
+            for rtype in types:
+                self._list_contents(ns, rtype, self._fallback_failed(ns, rtype, group_version))
 
-            def failed(error: CallError, t: ResourceType = rtype) -> None:
-                self.fallback_complete[group_version] = False
-                self._content_failed(t)(error)
+    def _fallback_failed(self, ns: _Namespace, rtype: ResourceType, group_version: str) -> Callable[[CallError], None]:
+        def failed(error: CallError) -> None:
+            ns.fallback_complete[group_version] = False
+            self._content_failed(ns, rtype)(error)
 
-            self.loop.add(
-                f"list {rtype.key}", partial(self.c._list, self.loop, path), partial(self._on_contents, rtype), failed
-            )
+        return failed
 
     def _on_crds(self, items: list[KubeObject]) -> None:
         self.crds_loaded = True
@@ -480,7 +649,7 @@ class _Run:
 
     def _on_workloads(self, kind: str) -> Callable[[list[KubeObject]], None]:
         def handle(items: list[KubeObject]) -> None:
-            self.workloads.extend(trim_workload(i, kind) for i in items)
+            self.workloads.setdefault(kind, []).extend(trim_workload(i, kind) for i in items)
 
         return handle
 
@@ -532,3 +701,8 @@ class _Run:
             lambda obj: self.endpoints.append(trim(obj)),
             optional(f"get endpoints {namespace}/{name}"),
         )
+
+
+def _namespaced_name(obj: KubeObject) -> tuple[str, str]:
+    m = meta(obj)
+    return (str(m.get("namespace", "")), str(m.get("name", "")))

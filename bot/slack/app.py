@@ -28,6 +28,7 @@ from bot.kube.connecting import ClusterTarget
 from bot.remediation import policy
 from bot.remediation.requests import RequestView, open_requests
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
+from bot.services.digesting import Digest, file_clock, run_due, wall_clock
 from bot.services.followup import open_incidents
 from bot.services.history import history
 from bot.services.recording import (
@@ -46,6 +47,7 @@ from bot.services.recording import (
 from bot.services.reporting import render_text
 from bot.settings import AppConfig, Settings
 from bot.slack import blocks, history_blocks, parsing
+from bot.slack.digest_posting import post_digest
 from bot.slack.metrics import Metrics
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
 from bot.slack.remediating import RemediationDesk
@@ -119,6 +121,8 @@ class Bot:
         self._workspace_url: str | None = None
         self.app.error(self._on_error)
         self.remediation = RemediationDesk(self)
+        settings_clock = deps.settings.clock_file
+        self.clock = file_clock(settings_clock) if settings_clock else wall_clock
 
     def close(self) -> None:
         self.work.shutdown(wait=True, cancel_futures=False)
@@ -260,6 +264,18 @@ class Bot:
                 futures.append(self.upload_report(channel, thread, diagnosis))
         for future in futures:
             future.result()
+
+    # -- digests ---------------------------------------------------------------------------------
+
+    def digest_tick(self) -> None:
+        """Build and post every digest whose time has come (the scheduler calls this)."""
+        run_due(self.deps.db, self.deps.config, self.deps.config_path, now=self.clock(), poster=self.post_digest)
+
+    def post_digest(self, digest: Digest) -> str | None:
+        def send(channel: str, message: blocks.Message, thread_ts: str | None) -> dict[str, Any]:
+            return dict(self.post(channel, message, thread_ts=thread_ts).result())
+
+        return post_digest(send, digest, workspace=self._workspace())
 
     def thread_note(self, channel: str, thread_ts: str, text: str) -> None:
         """A short follow-up in an incident's thread (the Notifier of the follow-up job)."""

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from bot.errors import ConfigError
 from bot.store.audit import AuditLog
 from bot.store.backups import BackupRepository
+from bot.store.digests import DigestRunRepository
 from bot.store.remediation import RequestRepository
 from bot.store.repositories import DiagnosisRepository, IncidentRepository
 
@@ -70,6 +71,7 @@ class UnitOfWork:
         self.audit = AuditLog(session)
         self.backups = BackupRepository(session)
         self.requests = RequestRepository(session)
+        self.digests = DigestRunRepository(session)
 
     def flush(self) -> None:
         self.session.flush()

@@ -262,3 +262,36 @@ class AuditHead(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     seq: Mapped[int] = mapped_column(BigInteger)
     hash: Mapped[str] = mapped_column(String(64))
+
+
+DIGEST_RUN_STATUSES = ("claimed", "built", "posted", "post_failed", "skipped")
+
+
+class DigestRun(Base):
+    """One digest: claimed for its scheduled time by exactly one replica (the unique key), built,
+    then posted. What it listed is kept, so the next one can say what is new and what was resolved."""
+
+    __tablename__ = "digest_runs"
+    __table_args__ = (
+        UniqueConstraint("digest_key", "scheduled_for"),
+        CheckConstraint(f"status IN {DIGEST_RUN_STATUSES!r}", name="status"),
+        Index(None, "digest_key", "status", "scheduled_for"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    digest_key: Mapped[str] = mapped_column(String(200))
+    channel: Mapped[str] = mapped_column(String(32))
+    scheduled_for: Mapped[datetime]
+    manual: Mapped[bool] = mapped_column(default=False)
+    claimed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    claimed_by: Mapped[str] = mapped_column(String(100))
+    status: Mapped[str] = mapped_column(String(16), default="claimed")
+    built_at: Mapped[datetime | None]
+    posted_at: Mapped[datetime | None]
+    post_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    # what it listed (cluster, namespace, uid, incident) and which clusters it could not reach
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JsonDoc)
+    # the message as built, so that a post that failed can be retried as it was
+    message: Mapped[dict[str, Any] | None] = mapped_column(JsonDoc)
+    error: Mapped[str | None] = mapped_column(String(500))

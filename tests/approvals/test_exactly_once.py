@@ -3,9 +3,7 @@ the same moment (double clicks, spread over both replicas). The change is made o
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,22 +14,10 @@ from tests.approvals._flow import FAST, Flow, write_config
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import OPS_CHANNEL
-from tests.pgdatabase import temporary_database
 from tests.slack._bot import serve_process
 
 APPROVERS = [f"U0APPR{i:03d}" for i in range(10)]
 GROUP = "S0TWENTY1"
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    admin = os.environ.get("NSSTUCK_TEST_POSTGRES_URL")
-    if not admin:
-        if os.environ.get("NSSTUCK_REQUIRE_POSTGRES") == "1":
-            pytest.fail("NSSTUCK_REQUIRE_POSTGRES=1 but NSSTUCK_TEST_POSTGRES_URL is not set")
-        pytest.skip("no PostgreSQL server (run the suite through `make test`)")
-    with temporary_database(admin) as url:
-        yield url
 
 
 @pytest.mark.postgres

@@ -1,0 +1,163 @@
+"""The scan use case: which namespaces of which clusters are stuck, and why.
+
+For each cluster: one connection, one list of its namespaces, and one collection (`collect_each`)
+for the namespaces terminating for at least `stuck_after`, diagnosed by the rules. Clusters are
+scanned in parallel on a bounded pool; within a cluster the collector's own pool bounds the calls.
+A cluster that cannot be reached is reported as such, never raised and never skipped. Time is
+injected: `now` is the only clock a scan reads.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bot.diagnosis.engine import diagnose
+from bot.domain.refs import KubeObject, deletion_time, meta
+from bot.errors import ClusterUnreachableError, UserError
+from bot.kube.collecting import CollectOptions, Collector, list_namespaces
+from bot.kube.connecting import ClusterTarget, connect
+from bot.kube.transport import Transport
+from bot.services.diagnosing import DiagnosisResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StuckNamespace:
+    cluster: str
+    namespace: str
+    uid: str
+    terminating_since: datetime
+    result: DiagnosisResult | None  # diagnosis, snapshot and duration; None when it could not be diagnosed
+    error: str | None  # why it could not be diagnosed (short, secret-free)
+
+
+@dataclass(frozen=True)
+class ClusterScan:
+    cluster: str
+    reachable: bool
+    error: str | None  # why not (unreachable, unauthorized, bad kubeconfig), secret-free
+    namespaces: int  # how many namespaces were listed
+    terminating: dict[str, datetime]  # uid -> deletionTimestamp of every terminating namespace
+    stuck: tuple[StuckNamespace, ...]  # terminating for at least stuck_after, diagnosed, oldest first
+
+
+def _unreachable(cluster: str, error: str) -> ClusterScan:
+    return ClusterScan(cluster=cluster, reachable=False, error=error, namespaces=0, terminating={}, stuck=())
+
+
+def scan_cluster(
+    target: ClusterTarget, *, stuck_after: timedelta, now: datetime, options: CollectOptions | None = None
+) -> ClusterScan:
+    """One cluster. Namespaces whose deletion is at least `stuck_after` old at `now` are diagnosed.
+
+    Raises nothing the cluster can cause: an unreachable or unauthorized cluster, or a kubeconfig
+    that cannot work, gives `reachable=False` with the reason.
+    """
+    options = options or CollectOptions()
+    try:
+        connection = connect(target, pool_size=options.workers)
+    except UserError as e:
+        return _unreachable(target.name, str(e))
+    try:
+        transport = Transport(connection, call_timeout=options.call_timeout)
+        try:
+            listed = list_namespaces(transport, timeout=options.call_timeout)
+        except ClusterUnreachableError as e:
+            return _unreachable(target.name, str(e))
+        terminating: dict[str, datetime] = {}
+        old: list[tuple[datetime, str, str]] = []  # (since, name, uid)
+        for item in listed:
+            since = deletion_time(item)
+            if since is None:
+                continue
+            m = meta(item)
+            uid, name = str(m.get("uid", "")), str(m.get("name", ""))
+            terminating[uid] = since
+            if now - since >= stuck_after:
+                old.append((since, name, uid))
+        old.sort()
+        stuck = _diagnose_all(transport, target.name, old, now=now, options=options) if old else ()
+        return ClusterScan(
+            cluster=target.name,
+            reachable=True,
+            error=None,
+            namespaces=len(listed),
+            terminating=terminating,
+            stuck=stuck,
+        )
+    finally:
+        connection.close()
+
+
+def _diagnose_all(
+    transport: Transport,
+    cluster: str,
+    old: list[tuple[datetime, str, str]],
+    *,
+    now: datetime,
+    options: CollectOptions,
+) -> tuple[StuckNamespace, ...]:
+    started = time.monotonic()
+    collector = Collector(transport, cluster=cluster, options=options, clock=lambda: now)
+    outcomes = collector.collect_each([name for _, name, _ in old])
+    collected_ms = int((time.monotonic() - started) * 1000)
+    stuck: list[StuckNamespace] = []
+    for since, name, uid in old:
+        outcome = outcomes[name]
+        if isinstance(outcome, ClusterUnreachableError):
+            stuck.append(StuckNamespace(cluster, name, uid, since, None, f"the namespace could not be read: {outcome}"))
+            continue
+        if not _still_terminating(outcome.namespace_object, uid):
+            continue  # removed (or removed and made again) between the list and the read: not stuck any more
+        began = time.monotonic()
+        try:
+            diagnosis = diagnose(outcome)
+        except Exception as e:  # one rule failing on one namespace must not lose the whole digest
+            log.exception("diagnosing %s/%s failed", cluster, name)
+            stuck.append(StuckNamespace(cluster, name, uid, since, None, f"the diagnosis failed ({type(e).__name__})"))
+            continue
+        duration_ms = collected_ms + int((time.monotonic() - began) * 1000)
+        stuck.append(StuckNamespace(cluster, name, uid, since, DiagnosisResult(diagnosis, outcome, duration_ms), None))
+    return tuple(stuck)
+
+
+def _still_terminating(namespace_object: KubeObject | None, uid: str) -> bool:
+    return (
+        namespace_object is not None
+        and str(meta(namespace_object).get("uid", "")) == uid
+        and deletion_time(namespace_object) is not None
+    )
+
+
+def scan(
+    targets: Sequence[ClusterTarget],
+    *,
+    stuck_after: timedelta,
+    now: datetime,
+    parallel_clusters: int = 8,
+    options: CollectOptions | None = None,
+) -> list[ClusterScan]:
+    """Every target, at most `parallel_clusters` at a time; the scans in the order of the targets.
+
+    Never raises because of one cluster: a failure that is not the cluster's (a bug) is logged with
+    its traceback and that cluster is reported unreachable with a short reason.
+    """
+    if not targets:
+        return []
+
+    def one(target: ClusterTarget) -> ClusterScan:
+        try:
+            return scan_cluster(target, stuck_after=stuck_after, now=now, options=options)
+        except Exception as e:  # the edge of one cluster's scan: the other clusters still get theirs
+            log.exception("scanning cluster %s failed", target.name)
+            return _unreachable(target.name, f"the scan failed (internal error: {type(e).__name__})")
+
+    workers = max(1, min(parallel_clusters, len(targets)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-scan") as pool:
+        return list(pool.map(one, targets))

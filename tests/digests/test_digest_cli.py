@@ -1,0 +1,76 @@
+"""`nsstuck digest run` through the real entry point: a dry run prints and writes nothing; a real run
+posts to Slack (the emulator) and is remembered by the next digest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+
+from bot.store import migrating
+from tests.diagnosis.test_diagnose_cli import _namespace
+from tests.fakes.kubeapi import Emulator
+from tests.fakes.slackapi import SlackEmulator
+from tests.fakes.slackapi.pytest_plugin import OPS_CHANNEL
+from tests.foundation.test_config import run_nsstuck
+
+
+def _setup(tmp_path: Path, kube: Emulator) -> dict[str, str]:
+    _namespace(kube, "ddd", delete=True)
+    kube.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
+    (tmp_path / "nsstuck.yaml").write_text(
+        "clusters:\n  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n"
+        f"digests:\n  - channel: {OPS_CHANNEL}\n    schedule: '0 9 * * *'\n    stuck_after: 30m\n"
+    )
+    (tmp_path / "now").write_text("2026-11-23T10:00:00Z")
+    database = f"sqlite:///{tmp_path / 'n.db'}"
+    migrating.upgrade(database)
+    return {
+        "NSSTUCK_CONFIG": str(tmp_path / "nsstuck.yaml"),
+        "NSSTUCK_DATABASE_URL": database,
+        "NSSTUCK_CLOCK_FILE": str(tmp_path / "now"),
+    }
+
+
+def _count(database: str, table: str) -> int:
+    engine = create_engine(database)
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def test_a_dry_run_prints_the_digest_and_writes_nothing(kube_emulator: Emulator, tmp_path: Path) -> None:
+    env = _setup(tmp_path, kube_emulator)
+    result = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Stuck namespaces (Mon 2026-11-23 10:00 UTC): 1 stuck longer than 30m")
+    assert "ddd: stuck 3d 2h, orphaned_finalizer" in result.stdout
+    assert _count(env["NSSTUCK_DATABASE_URL"], "digest_runs") == 0
+    assert _count(env["NSSTUCK_DATABASE_URL"], "incidents") == 0
+
+
+def test_a_run_posts_to_slack_and_the_next_one_remembers_it(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    env = _setup(tmp_path, kube_emulator)
+    env.update({"SLACK_BOT_TOKEN": slack_emulator.bot_token, "NSSTUCK_SLACK_API_URL": slack_emulator.api_url})
+    result = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "digest posted to C0123ABCD: 1 stuck" in result.stdout
+    [message] = slack_emulator.channel_messages(OPS_CHANNEL)
+    assert "Newly stuck since the last digest" in slack_emulator.render(message)
+    (tmp_path / "now").write_text("2026-11-23T11:00:00Z")
+    run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, env=env)
+    latest = slack_emulator.channel_messages(OPS_CHANNEL)[-1]
+    assert "Still stuck" in slack_emulator.render(latest)
+    assert _count(env["NSSTUCK_DATABASE_URL"], "digest_runs") == 2
+
+
+def test_bad_input_is_one_line(tmp_path: Path, kube_emulator: Emulator) -> None:
+    env = _setup(tmp_path, kube_emulator)
+    result = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, env=env)  # no Slack token
+    assert result.returncode == 2
+    assert "SLACK_BOT_TOKEN" in result.stderr
+    assert result.stderr.count("\n") == 1
