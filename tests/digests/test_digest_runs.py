@@ -173,3 +173,20 @@ def test_a_dry_run_writes_nothing(database: Database, kube_emulator: Emulator, t
     with database.unit_of_work() as uow:
         assert uow.digests.for_key(config.digests[0].key) == []
         assert uow.incidents.open_incidents() == []
+
+
+def test_all_clear_can_be_silent(database: Database, kube_emulator: Emulator, tmp_path: Path) -> None:
+    config = _config(tmp_path, kube_emulator)
+    quiet = config.model_copy(update={"digests": (config.digests[0].model_copy(update={"all_clear": False}),)})
+    posted = Posted()
+    run_due(database, quiet, tmp_path / "c.yaml", now=_at("2026-11-23T08:00:30"), poster=posted)
+    assert posted.digests == []
+    with database.unit_of_work() as uow:
+        [run] = uow.digests.for_key(quiet.digests[0].key)
+        assert run.status == "skipped"
+    # the silent run still counts as "the last digest" for the next one
+    _namespace(kube_emulator, "ddd", delete=True)
+    run_due(database, quiet, tmp_path / "c.yaml", now=_at("2026-11-24T08:00:30"), poster=posted)
+    [digest] = posted.digests
+    assert digest.previous == _at("2026-11-23T08:00:00")
+    assert [e.namespace for e in digest.sections[0].new] == ["ddd"]
