@@ -1,0 +1,1 @@
+"""Digests: scanning many clusters, composing, scheduling and posting digests."""
