@@ -310,7 +310,7 @@ def test_commands_refuse_a_database_that_is_not_migrated(tmp_path: Path) -> None
         assert result.returncode == 2, args
         assert result.stderr.strip() == (
             "nsstuck: config error: environment: NSSTUCK_DATABASE_URL: the schema is at nothing (an empty "
-            "database), not at head 0003: run `nsstuck db upgrade`"
+            f"database), not at head {migrating.head_revision()}: run `nsstuck db upgrade`"
         )
         assert result.stdout == ""
 
