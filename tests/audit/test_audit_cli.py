@@ -18,6 +18,7 @@ import yaml
 from sqlalchemy import Connection, insert, select, text, update
 
 from bot.services import auditing
+from bot.store import migrating
 from bot.store.audit import entry_hash
 from bot.store.database import Database
 from bot.store.models import AuditEntry
