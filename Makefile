@@ -48,6 +48,7 @@ bench: install
 	PYTHONPATH=. $(BIN)/python -m bench.diagnose --json bench/out/diagnose.json
 	PYTHONPATH=. $(BIN)/python -m bench.slack --json bench/out/slack.json
 	PYTHONPATH=. $(BIN)/python -m bench.history --json bench/out/history.json
+	PYTHONPATH=. $(BIN)/python -m bench.digest --json bench/out/digest.json
 
 ## the real bot against the Slack and Kubernetes emulators, printed as a user reads it
 demo: install

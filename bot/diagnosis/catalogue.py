@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass
 
 from bot.domain.refs import KubeObject, meta, name_of
-from bot.domain.snapshot import labels_of
 
 
 @dataclass(frozen=True)
@@ -139,8 +138,11 @@ def owner_for(finalizer: str, group: str = "") -> Owner:
 
 def workload_text(workload: KubeObject) -> str:
     """Everything that identifies a workload, lower-cased: names, labels, images, arguments."""
-    parts = [name_of(workload), str(meta(workload).get("namespace", ""))]
-    parts.extend(f"{k}={v}" for k, v in labels_of(workload).items())
+    # read directly rather than through meta()/labels_of(): a digest matches markers against every
+    # workload of every cluster, so this runs hundreds of thousands of times
+    m = meta(workload)
+    parts = [str(m.get("name", "")), str(m.get("namespace", ""))]
+    parts.extend(f"{k}={v}" for k, v in (m.get("labels") or {}).items())
     template = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
     for container in template.get("containers") or ():
         parts.append(str(container.get("name", "")))
@@ -154,10 +156,14 @@ def matching_workloads(markers: tuple[str, ...], workloads: tuple[KubeObject, ..
     """Workloads whose identity mentions any marker, best (most markers) first."""
     if not markers:
         return []
+    lowered = [m.lower() for m in markers]
     scored = []
     for workload in workloads:
         text = workload_text(workload)
-        score = sum(1 for m in markers if m.lower() in text)
+        score = 0
+        for marker in lowered:
+            if marker in text:
+                score += 1
         if score:
             scored.append((-score, name_of(workload), workload))
     return [w for _, _, w in sorted(scored, key=lambda t: (t[0], t[1]))]

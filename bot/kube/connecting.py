@@ -6,12 +6,14 @@ service accounts); we keep every secret it loads out of our messages.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from kubernetes.config import kube_config as k8s_kube_config
 from kubernetes.config.config_exception import ConfigException
 
 from bot.errors import UserError
@@ -77,19 +79,35 @@ def _secrets_of(configuration: Any) -> tuple[str, ...]:
     return tuple(sorted({v for v in values if len(v) >= 4}, key=len, reverse=True))
 
 
+_TEMP_FILES = threading.Lock()
+
+
+def _guard_temp_files() -> None:
+    """Make the client's writing of inline certificates to temporary files one thread at a time.
+
+    It keeps the files in a cache keyed by their content and publishes a file's name before writing
+    the file: two clusters with the same CA connected at once (a digest connects to many in parallel)
+    could read an empty CA file and fail their TLS handshake. Only that step is locked, not the whole
+    loading, which may run an exec credential plugin for seconds.
+    """
+    original = getattr(k8s_kube_config, "_create_temp_file_with_content", None)
+    if original is None or getattr(original, "nsstuck_locked", False):
+        return
+
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _TEMP_FILES:
+            return original(*args, **kwargs)
+
+    setattr(locked, "nsstuck_locked", True)  # noqa: B010 (a function attribute: mypy has no other spelling)
+    setattr(k8s_kube_config, "_create_temp_file_with_content", locked)  # noqa: B010
+
+
 def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
     """A client for the target. Raises UserError for a kubeconfig or context that cannot work."""
     configuration = k8s_client.Configuration()
+    _guard_temp_files()
     try:
-        if target.in_cluster:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-        else:
-            k8s_config.load_kube_config(
-                config_file=str(target.kubeconfig) if target.kubeconfig else None,
-                context=target.context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
+        _load(target, configuration)
     except ConfigException as e:
         where = "in-cluster configuration" if target.in_cluster else f"kubeconfig {target.kubeconfig or '(default)'}"
         raise UserError(f"cluster {target.name!r}: {where}: {_first_line(str(e))}") from None
@@ -102,6 +120,18 @@ def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
     configuration.retries = False
     api_client = k8s_client.ApiClient(configuration)
     return Connection(target, api_client, _secrets_of(configuration), str(configuration.host))
+
+
+def _load(target: ClusterTarget, configuration: Any) -> None:
+    if target.in_cluster:
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    else:
+        k8s_config.load_kube_config(
+            config_file=str(target.kubeconfig) if target.kubeconfig else None,
+            context=target.context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
 
 
 def _first_line(text: str) -> str:

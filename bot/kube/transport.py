@@ -115,6 +115,9 @@ class Transport:
             )
             raw = response.data
         except ApiException as e:
+            if not e.status and e.body is None:
+                # not an answer: the client failed on its side, e.g. a TLS handshake (status 0)
+                raise CallError("connection", self.connection.scrub(_client_failure(str(e.reason or "")))) from None
             text = e.body.decode("utf-8", "replace") if isinstance(e.body, bytes) else str(e.body or "")
             message, reason = _status_message(int(e.status or 0), text)
             raise CallError(
@@ -145,6 +148,15 @@ def _retry_after(value: object) -> float | None:
         return max(0.0, float(str(value))) if value is not None else None
     except ValueError:
         return None
+
+
+def _client_failure(reason: str) -> str:
+    """What the client put in an ApiException without a response: "SSLError\n[SSL: ...] ..." for TLS."""
+    lines = [line.strip() for line in reason.splitlines() if line.strip()]
+    if lines and lines[0] == "SSLError":
+        return f"cannot connect: TLS failed: {lines[1] if len(lines) > 1 else 'handshake error'}"
+    # the client's other status 0: a request it could not build (a body of a type it cannot send)
+    return f"the request could not be made: {lines[0] if lines else 'the client failed before sending it'}"
 
 
 def _connection_message(error: BaseException) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,14 +22,15 @@ from bot.errors import UserError
 from bot.kube.connecting import ClusterTarget
 from bot.remediation.requests import open_requests
 from bot.services.recording import record
-from bot.services.scanning import ClusterScan, scan
+from bot.services.scanning import ClusterScan, scan_iter
 from bot.settings import AppConfig, DigestConfig, cron_trigger
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-Scanner = Callable[..., list[ClusterScan]]
+# yields one cluster's scan at a time, so that a 50-cluster digest never holds every snapshot at once
+Scanner = Callable[..., Iterable[ClusterScan]]
 # posts a built digest; returns the message's ts, or None when there was nothing to post
 Poster = Callable[["Digest"], str | None]
 
@@ -235,7 +236,7 @@ def compose(
     *,
     now: datetime,
     scheduled_for: datetime | None = None,
-    scanner: Scanner = scan,
+    scanner: Scanner = scan_iter,
     record_runs: bool = True,
     manual: bool = False,
 ) -> Digest:
@@ -385,7 +386,7 @@ def build_and_post(
     now: datetime,
     scheduled_for: datetime,
     poster: Poster,
-    scanner: Scanner = scan,
+    scanner: Scanner = scan_iter,
     manual: bool = False,
 ) -> Digest:
     built = compose(
@@ -406,7 +407,7 @@ def run_due(
     *,
     now: datetime,
     poster: Poster,
-    scanner: Scanner = scan,
+    scanner: Scanner = scan_iter,
     by: str | None = None,
 ) -> list[Digest]:
     """Every digest whose scheduled time has come (once per time, across replicas), and retries of
@@ -452,7 +453,7 @@ def run_now(
     channel: str,
     now: datetime,
     poster: Poster | None,
-    scanner: Scanner = scan,
+    scanner: Scanner = scan_iter,
 ) -> Digest:
     """`nsstuck digest run --channel C`: the channel's digest now; with no poster, a dry run that
     writes nothing."""
