@@ -330,7 +330,7 @@ def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.digest_text import render_text
-    from bot.services.digesting import file_clock, run_now, wall_clock
+    from bot.services.digesting import clock_for, run_now
 
     # the imports leave ~100k objects that every full collection would walk again; they live forever
     gc.freeze()
@@ -344,7 +344,7 @@ def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
         if settings.slack_bot_token is None:
             raise ConfigError("environment", "SLACK_BOT_TOKEN", "required to post a digest (or use --dry-run)")
         poster = _digest_poster(settings)
-    clock = file_clock(settings.clock_file) if settings.clock_file else wall_clock
+    clock = clock_for(settings.clock_file)
     db = _migrated_database(ctx)
     try:
         for channel in channels:

@@ -167,9 +167,6 @@ class Executor:
         execution_id: str,
         status: str,
         reason: str,
-        *,
-        event: str | None = None,
-        actor: str | None = None,
         **details: object,
     ) -> Outcome:
         now = self.clock()
@@ -187,8 +184,8 @@ class Executor:
                 audit(
                     uow,
                     after,
-                    event or status,
-                    actor=actor or view.last_approver,
+                    status,
+                    actor=view.last_approver,
                     execution_id=execution_id,
                     reason=reason,
                     **details,

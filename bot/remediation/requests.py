@@ -250,7 +250,8 @@ def decide(
             audit(uow, view, "refused", actor=user, decision=decision, reason=refusal)
             return Vote(VoteKind.REFUSED, view, refusal)
         if not uow.requests.hold(request_id):  # it left `pending` since we read it
-            return Vote(VoteKind.CLOSED, _reload(uow, request_id), _closed_message(_reload(uow, request_id)))
+            view = _reload(uow, request_id)
+            return Vote(VoteKind.CLOSED, view, _closed_message(view))
         if not approve:
             uow.requests.add_vote(request_id, user, "reject", now)
             uow.requests.move(

@@ -53,6 +53,11 @@ def file_clock(path: Path) -> Clock:
     return now
 
 
+def clock_for(clock_file: Path | None) -> Clock:
+    """The digests' clock: the wall clock, or NSSTUCK_CLOCK_FILE's time when that is set."""
+    return file_clock(clock_file) if clock_file else wall_clock
+
+
 def replica_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 

@@ -28,7 +28,7 @@ from bot.kube.connecting import ClusterTarget
 from bot.remediation import policy
 from bot.remediation.requests import RequestView, open_requests
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
-from bot.services.digesting import Digest, file_clock, run_due, wall_clock
+from bot.services.digesting import Digest, clock_for, run_due
 from bot.services.followup import open_incidents
 from bot.services.history import history
 from bot.services.recording import (
@@ -121,8 +121,7 @@ class Bot:
         self._workspace_url: str | None = None
         self.app.error(self._on_error)
         self.remediation = RemediationDesk(self)
-        settings_clock = deps.settings.clock_file
-        self.clock = file_clock(settings_clock) if settings_clock else wall_clock
+        self.clock = clock_for(deps.settings.clock_file)
 
     def close(self) -> None:
         self.work.shutdown(wait=True, cancel_futures=False)
@@ -202,8 +201,8 @@ class Bot:
         return incident_namespace_uid(self.deps.db, view.incident_id)
 
     def _remediation_on(self, cluster: str) -> bool:
-        found = [c for c in self.deps.config.clusters if c.name == cluster]
-        return bool(found) and policy.remediation_off(found[0]) is None
+        found = self.deps.config.cluster(cluster)
+        return found is not None and policy.remediation_off(found) is None
 
     def _diagnose_and_post(self, cluster_name: str, namespace: str, channel: str, user: str, respond: Respond) -> None:
         config = self.deps.config

@@ -197,15 +197,7 @@ def report_parts(diagnosis: Diagnosis, *, run_id: int | None = None) -> tuple[li
         cut = cut or finding_cut
     if not blocks:
         blocks.append(_section("Nothing holds this namespace."))
-    messages: list[list[Block]] = [[]]
-    size = 0
-    for block in blocks:
-        length = _length(block)
-        if messages[-1] and (len(messages[-1]) >= MAX_BLOCKS or size + length > MAX_CHARS):
-            messages.append([])
-            size = 0
-        messages[-1].append(block)
-        size += length
+    messages = pack(blocks)
     total = len(messages)
     out = []
     for index, packed in enumerate(messages, 1):
@@ -217,6 +209,20 @@ def report_parts(diagnosis: Diagnosis, *, run_id: int | None = None) -> tuple[li
         )
         out.append(Message(text=fallback, blocks=tuple(chunk)))
     return out, cut
+
+
+def pack(blocks: list[Block]) -> list[list[Block]]:
+    """Blocks in order, as few messages as Slack's per-message limits allow."""
+    messages: list[list[Block]] = [[]]
+    size = 0
+    for block in blocks:
+        length = _length(block)
+        if messages[-1] and (len(messages[-1]) >= MAX_BLOCKS or size + length > MAX_CHARS):
+            messages.append([])
+            size = 0
+        messages[-1].append(block)
+        size += length
+    return messages
 
 
 def _length(block: Block) -> int:

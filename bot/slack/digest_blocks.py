@@ -6,17 +6,7 @@ from __future__ import annotations
 
 from bot.services.digest_text import headline
 from bot.services.digesting import Digest, Entry, Section
-from bot.slack.blocks import (
-    MAX_BLOCKS,
-    MAX_CHARS,
-    Block,
-    Message,
-    _context,
-    _length,
-    _section,
-    _sections,
-    human_seconds,
-)
+from bot.slack.blocks import Block, Message, _context, _section, _sections, human_seconds, pack
 from bot.slack.text import code, escape, thread_url
 
 
@@ -72,15 +62,7 @@ def digest_messages(digest: Digest, *, workspace: str | None) -> list[Message]:
                 blocks.extend(_cluster_blocks(section, workspace))
         if quiet:
             blocks.append(_context("Nothing stuck on " + ", ".join(escape(c) for c in quiet)))
-    messages: list[list[Block]] = [[]]
-    size = 0
-    for block in blocks:
-        length = _length(block)
-        if messages[-1] and (len(messages[-1]) >= MAX_BLOCKS or size + length > MAX_CHARS):
-            messages.append([])
-            size = 0
-        messages[-1].append(block)
-        size += length
+    messages = pack(blocks)
     total = len(messages)
     out = []
     for index, packed in enumerate(messages, 1):

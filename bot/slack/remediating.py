@@ -20,7 +20,8 @@ from bot.remediation.executing import Executor, Outcome, verification_text
 from bot.remediation.requests import RequestView, VoteKind, decide, expire_due, file_request, load, set_message
 from bot.services.recording import current_thread
 from bot.slack import ids
-from bot.slack.remediation_blocks import note, request_message
+from bot.slack.blocks import ephemeral
+from bot.slack.remediation_blocks import request_message
 from bot.slack.text import escape
 
 if TYPE_CHECKING:
@@ -70,9 +71,10 @@ class RemediationDesk:
             self._groups[group] = (now, members)
         return members
 
-    def _approvers(self, cluster: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    def _approvers(self, cluster: str) -> frozenset[str]:
+        """Every user who may approve on this cluster (user groups expanded)."""
         config = self.bot.deps.config.require_cluster(cluster)
-        return config.approvers, policy.eligible_approvers(config.approvers, self._members)
+        return policy.eligible_approvers(config.approvers, self._members)
 
     def _tell(self, body: dict[str, Any], text: str) -> None:
         """An ephemeral answer to whoever clicked, in the thread they clicked in: through the click's
@@ -112,7 +114,7 @@ class RemediationDesk:
     def _say(self, view: RequestView, text: str) -> None:
         """A line in the request's thread."""
         if view.channel and view.thread_ts:
-            self.bot.post(view.channel, note(text), thread_ts=view.thread_ts).result()
+            self.bot.post(view.channel, ephemeral(text), thread_ts=view.thread_ts).result()
 
     # -- a remedy's button -------------------------------------------------------------------
 
@@ -186,7 +188,7 @@ class RemediationDesk:
             self._tell(body, "That request is not on record.")
             return
         try:
-            _, eligible = self._approvers(view.cluster)
+            eligible = self._approvers(view.cluster)
         except UnknownClusterError:
             self._tell(body, f"Cluster `{view.cluster}` is no longer registered; nothing can be changed there.")
             return

@@ -87,12 +87,6 @@ def request_message(view: RequestView, *, approvers: Sequence[str], now: datetim
     return Message(text=clip(fallback, 300), blocks=tuple(blocks))
 
 
-def note(text: str) -> Message:
-    return Message(
-        text=clip(text, 300), blocks=({"type": "section", "text": {"type": "mrkdwn", "text": clip(text, 3000)}},)
-    )
-
-
 def pending_lines(views: Sequence[RequestView]) -> list[str]:
     """App Home lines for the requests waiting for approval or being executed."""
     out = []

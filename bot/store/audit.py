@@ -153,7 +153,7 @@ class AuditLog:
         when = (at or utcnow()).astimezone(UTC)
         plain_objects = _plain(list(objects))
         plain_details = _plain(details or {})
-        digest = entry_hash(
+        entry = AuditEntry(
             seq=seq,
             at=when,
             event=event,
@@ -165,21 +165,8 @@ class AuditLog:
             details=plain_details,
             prev_hash=prev_hash,
         )
-        self._session.add(
-            AuditEntry(
-                seq=seq,
-                at=when,
-                event=event,
-                actor=actor,
-                cluster=cluster,
-                namespace=namespace,
-                request_id=request_id,
-                objects=plain_objects,
-                details=plain_details,
-                prev_hash=prev_hash,
-                hash=digest,
-            )
-        )
+        digest = entry.hash = hash_of(entry)  # the same function verify uses on the stored row
+        self._session.add(entry)
         self._session.execute(update(AuditHead).where(AuditHead.id == 1).values(hash=digest))
         self._session.flush()
         return Appended(seq, digest)

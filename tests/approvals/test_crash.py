@@ -4,6 +4,8 @@ matches the live cluster, and its thread is told."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bot.store import migrating
@@ -31,20 +33,28 @@ def _wait_for_event(flow: Flow, request_id: int, event: str, timeout: float = 20
         time.sleep(0.02)
 
 
-def test_killed_after_execution_started_is_reconciled_as_applied(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    config = write_config(tmp_path, kube_emulator)
+@contextmanager
+def _requested(slack: SlackEmulator, kube: Emulator, tmp_path: Path) -> Iterator[tuple[Flow, int, Path, str]]:
+    """A first bot with a pending request to remove the ConfigMap's finalizer: (flow, request id,
+    config, database). The test makes it die; a second bot is started from the same config and database."""
+    config = write_config(tmp_path, kube)
     database = f"sqlite:///{tmp_path / 'bot.db'}"
     migrating.upgrade(database)
     (tmp_path / "first").mkdir()
     (tmp_path / "second").mkdir()
-    with serve_process(slack_emulator, config, database, tmp_path / "first", extra_env=ENV) as first:
-        flow = Flow(first, slack_emulator, kube_emulator, database)
+    with serve_process(slack, config, database, tmp_path / "first", extra_env=ENV) as first:
+        flow = Flow(first, slack, kube, database)
         flow.scenario("seed002-configmap-finalizer")
         flow.diagnose()
         flow.request("remove_finalizer")
         [request] = flow.requests()
+        yield flow, int(request["id"]), config, database
+
+
+def test_killed_after_execution_started_is_reconciled_as_applied(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    with _requested(slack_emulator, kube_emulator, tmp_path) as (flow, request_id, config, database):
         name = next(
             c["metadata"]["name"]
             for c in KubeHTTP(kube_emulator.url, kube_emulator.admin_token).list_items(CONFIGMAPS)
@@ -52,55 +62,45 @@ def test_killed_after_execution_started_is_reconciled_as_applied(
         )
         # the API server takes its time with the PATCH: long enough to die in the middle of it
         kube_emulator.knobs.latency(2500, match=f"^PATCH {CONFIGMAPS}/{name}$")
-        flow.vote(request["id"], BOB)
-        _wait_for_event(flow, request["id"], "execution_started")
-        first.kill()
-    assert flow.request_row(request["id"])["status"] == "executing"
-    assert flow.audit(request["id"])[-1] == "execution_started"
+        flow.vote(request_id, BOB)
+        _wait_for_event(flow, request_id, "execution_started")
+        flow.bot.kill()
+    assert flow.request_row(request_id)["status"] == "executing"
+    assert flow.audit(request_id)[-1] == "execution_started"
 
     # the PATCH was on its way: the API server makes the change although the client is gone
     slack_emulator.wait_for(lambda: all(not f for f in _finalizers(kube_emulator)) or None, timeout=10)
 
     with serve_process(slack_emulator, config, database, tmp_path / "second", extra_env=ENV) as second:
         flow.bot = second
-        row = flow.wait_status(request["id"], "applied", "failed", timeout=30)
+        row = flow.wait_status(request_id, "applied", "failed", timeout=30)
         assert row["status"] == "applied"
         assert row["status_reason"].startswith("after a restart: the change is in the cluster")
-        assert flow.audit(request["id"])[-3:] == ["execution_started", "reconciled", "applied"]
-        flow.wait_thread(f"Remediation #{request['id']}: Done")
+        assert flow.audit(request_id)[-3:] == ["execution_started", "reconciled", "applied"]
+        flow.wait_thread(f"Remediation #{request_id}: Done")
 
 
 def test_killed_before_the_change_is_reconciled_as_failed_with_nothing_changed(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
-    config = write_config(tmp_path, kube_emulator)
-    database = f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(database)
-    (tmp_path / "first").mkdir()
-    (tmp_path / "second").mkdir()
-    with serve_process(slack_emulator, config, database, tmp_path / "first", extra_env=ENV) as first:
-        flow = Flow(first, slack_emulator, kube_emulator, database)
-        flow.scenario("seed002-configmap-finalizer")
-        flow.diagnose()
-        flow.request("remove_finalizer")
-        [request] = flow.requests()
+    with _requested(slack_emulator, kube_emulator, tmp_path) as (flow, request_id, config, database):
         before = _finalizers(kube_emulator)
         # the dry run hangs: the bot dies before it ever starts the change
         kube_emulator.knobs.latency(3000, match=f"^PATCH {CONFIGMAPS}/")
-        flow.vote(request["id"], BOB)
-        _wait_for_event(flow, request["id"], "backed_up")
-        first.kill()
+        flow.vote(request_id, BOB)
+        _wait_for_event(flow, request_id, "backed_up")
+        flow.bot.kill()
     kube_emulator.knobs.clear()
     time.sleep(3.5)  # the hung dry run ends on the server, changing nothing
     assert _finalizers(kube_emulator) == before
 
     with serve_process(slack_emulator, config, database, tmp_path / "second", extra_env=ENV) as second:
         flow.bot = second
-        row = flow.wait_status(request["id"], "applied", "failed", timeout=30)
+        row = flow.wait_status(request_id, "applied", "failed", timeout=30)
         assert row["status"] == "failed"
         assert "before making the change" in row["status_reason"]
-        events = flow.audit(request["id"])
+        events = flow.audit(request_id)
         assert "execution_started" not in events
         assert events[-2:] == ["reconciled", "failed"]
-        flow.wait_thread(f"Remediation #{request['id']}: Failed")
+        flow.wait_thread(f"Remediation #{request_id}: Failed")
     assert _finalizers(kube_emulator) == before

@@ -21,18 +21,9 @@ from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.clock import FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import apply_scenario, snapshot
-from tests.remediation.test_patching import CASES, changed_keys, key_of, make_patcher, prepared, touch
+from tests.remediation.test_patching import CASES, changed_keys, key_of, prepared, touch
 
 pytestmark = pytest.mark.kubectl
-
-
-@pytest.fixture
-def patcher(kubeconfig_path: Path) -> Iterator[Patcher]:
-    made, connection = make_patcher(kubeconfig_path)
-    try:
-        yield made
-    finally:
-        connection.close()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import copy
 import json
 import socket
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,12 @@ from bot.domain.findings import Action, Remedy, Risk
 from bot.domain.refs import KubeObject, ObjectRef, finalizers_of
 from bot.errors import ClusterUnreachableError, PermanentError
 from bot.kube.collecting import Collector
-from bot.kube.connecting import ClusterTarget, connect
 from bot.kube.patching import PATCH_NOT_APPLICABLE, Patcher
-from bot.kube.transport import Transport
 from bot.remediation.planning import operations, spec_finalizers, stale_reasons, took_effect
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import apply_scenario, snapshot
+from tests.remediation.conftest import make_patcher
 
 USER = "system:serviceaccount:nsstuck:nsstuck"
 
@@ -65,20 +63,6 @@ class Planned:
 
 
 # -- helpers shared with test_kubectl_agrees ------------------------------------------------------------
-
-
-def make_patcher(kubeconfig: Path, *, timeout: float | None = None) -> tuple[Patcher, Any]:
-    connection = connect(ClusterTarget(name="emulator", kubeconfig=kubeconfig))
-    return Patcher(Transport(connection, call_timeout=10), timeout=timeout), connection
-
-
-@pytest.fixture
-def patcher(kubeconfig_path: Path) -> Iterator[Patcher]:
-    made, connection = make_patcher(kubeconfig_path)
-    try:
-        yield made
-    finally:
-        connection.close()
 
 
 @pytest.fixture
