@@ -220,7 +220,8 @@ class RemediationDesk:
 
     def _announce(self, outcome: Outcome) -> None:
         self._refresh(outcome.view)
-        self._say(outcome.view, f"Remediation #{outcome.view.id}: {outcome.text}")
+        # the outcome quotes the API server (a webhook's message, say): escaped like all cluster text
+        self._say(outcome.view, f"Remediation #{outcome.view.id}: {escape(outcome.text)}")
 
     # -- chores (the scheduler calls this) ---------------------------------------------------
 
@@ -232,7 +233,7 @@ class RemediationDesk:
         for outcome in self.executor.reconcile():
             self._announce(outcome)
         for outcome in self.executor.follow(self.bot.namespace_uid):
-            self._say(outcome.view, verification_text(outcome.view, self.clock()))
+            self._say(outcome.view, escape(verification_text(outcome.view, self.clock())))
 
 
 def _channel(body: dict[str, Any]) -> str:

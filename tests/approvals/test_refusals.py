@@ -72,14 +72,18 @@ def test_a_webhook_that_denies_stops_the_change_at_the_dry_run(
 ) -> None:
     with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
         request_id = _filed(flow)
-        _denying_webhook(kube_emulator, "frozen.policy.example.com", "configmaps are frozen")
+        _denying_webhook(kube_emulator, "frozen.policy.example.com", "configmaps are frozen <!channel>")
         before = _the_configmap(kube_emulator)
         flow.vote(request_id, BOB)
         row = flow.wait_status(request_id, "failed", "applied", "stale")
         assert row["status"] == "failed"
         assert "the dry run was refused" in row["status_reason"]
         assert 'admission webhook "frozen.policy.example.com" denied the request' in row["status_reason"]
-        flow.wait_thread("Failed: the dry run was refused")
+        thread = flow.wait_thread(f"Remediation #{request_id}: Failed: the dry run was refused")
+        # the webhook's words reach the thread as text: nobody is pinged
+        assert "configmaps are frozen <!channel>" not in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
+        assert "configmaps are frozen &lt;!channel&gt;" in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
+        assert "configmaps are frozen" in thread
         assert flow.audit(request_id) == ["requested", "approved", "backed_up", "dry_run", "failed"]
         after = _the_configmap(kube_emulator)
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
