@@ -74,3 +74,18 @@ def test_bad_input_is_one_line(tmp_path: Path, kube_emulator: Emulator) -> None:
     assert result.returncode == 2
     assert "SLACK_BOT_TOKEN" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_nothing_to_digest_is_said_plainly(tmp_path: Path) -> None:
+    (tmp_path / "nsstuck.yaml").write_text("clusters: []\n")
+    database = f"sqlite:///{tmp_path / 'n.db'}"
+    migrating.upgrade(database)
+    env = {"NSSTUCK_CONFIG": str(tmp_path / "nsstuck.yaml"), "NSSTUCK_DATABASE_URL": database}
+    result = run_nsstuck("digest", "run", "--dry-run", env=env)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.strip() == (
+        "nsstuck: no digest is configured (digests: in the config file); name one with --channel ID"
+    )
+    result = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, "--dry-run", env=env)
+    assert result.returncode == 2
+    assert result.stderr.strip() == "nsstuck: no cluster is registered (clusters: in the config file)"
