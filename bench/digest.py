@@ -15,7 +15,8 @@ one run it measures:
   per stuck namespace, one after the other;
 - the floor: the rounds of requests a scan cannot do without (the lists of namespaces; then
   discovery, the cluster-wide lists and the reads of the stuck namespaces; then every group version;
-  then the namespaced lists), each round fully parallel over all clusters, with nothing else done.
+  then the namespaced lists of the types the stuck namespaces' conditions name, as the scan lists them),
+  each round fully parallel over all clusters, with nothing else done.
 
 It prints the figures and the ratios, checks the targets (the digest built in under 10 s, under
 200 MB peak RSS, every stuck namespace found and diagnosed) and exits 1 if one is missed.
@@ -42,6 +43,7 @@ import yaml
 
 from bench._fleet import NOW
 from bench._report import finish
+from bot.kube.collecting import remaining_types
 
 REPO = Path(__file__).resolve().parents[1]
 CHANNEL = "C0DIGEST01"
@@ -252,8 +254,9 @@ def floor(kubeconfigs: list[Path], *, per_cluster: int = 16, threads: int = 256)
     """The rounds of requests a scan cannot do without, each fully parallel, with nothing else done.
 
     1. every cluster's list of namespaces; 2. discovery (/api, /apis), the cluster-wide lists and a
-    read of each stuck namespace; 3. every preferred group version; 4. every namespaced list of
-    every stuck namespace. A cluster's requests of a round are split into at most `per_cluster`
+    read of each stuck namespace; 3. every preferred group version; 4. the namespaced lists of every
+    stuck namespace (only the types its conditions name, where they can be trusted, as a scan does:
+    `remaining_types` of bot/kube/collecting.py). A cluster's requests of a round are split into at most `per_cluster`
     sequences, each on one kept-alive connection of that cluster (as a scan's collector does).
     """
     endpoints = [_Endpoint(k, per_cluster) for k in kubeconfigs]
@@ -286,11 +289,18 @@ def floor(kubeconfigs: list[Path], *, per_cluster: int = 16, threads: int = 256)
         for i in stuck:
             versions += [(i, f"/api/{v}") for v in answers[(i, "/api")]["versions"]]
             versions += [(i, f"/apis/{g['preferredVersion']['groupVersion']}") for g in answers[(i, "/apis")]["groups"]]
+        only = {(i, ns): remaining_types(answers[(i, f"/api/v1/namespaces/{ns}")]) for i in stuck for ns in stuck[i]}
         lists = []
         for (i, path), doc in run(pool, versions).items():
+            group = doc.get("groupVersion", "").rpartition("/")[0]
             for r in doc.get("resources", ()):
                 if "/" not in r["name"] and r["namespaced"] and "list" in r["verbs"]:
-                    lists += [(i, f"{path}/namespaces/{ns}/{r['name']}") for ns in stuck[i]]
+                    named = f"{r['name']}.{group}"
+                    lists += [
+                        (i, f"{path}/namespaces/{ns}/{r['name']}")
+                        for ns in stuck[i]
+                        if (named_types := only[(i, ns)]) is None or named in named_types
+                    ]
         run(pool, lists)
     elapsed = time.perf_counter() - started
     for endpoint in endpoints:

@@ -9,6 +9,7 @@ only an unreachable or unauthorized cluster raises.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -37,6 +38,9 @@ class CollectOptions:
     call_timeout: float = 10.0  # seconds for one call
     workers: int = 32
     page_size: int = 500
+    # list in a namespace only the types its namespace controller reports as remaining, when its
+    # conditions account for all the content (see `remaining_types`); the full listing otherwise
+    contents_from_conditions: bool = False
 
 
 # aggregated APIs that compute views and store no objects: their outage hides nothing in a namespace
@@ -53,6 +57,51 @@ _WEBHOOKS = (
 )
 
 
+_REMAINING_PREFIX = "Some resources are remaining: "
+_REMAINING_ITEM = re.compile(r"([a-z0-9][a-z0-9-]*)\.([a-z0-9.-]*) has [0-9]+ resource instances")
+# the controller's passes that must have succeeded for its count to cover the whole namespace
+_CLEAN_PASS = (
+    "NamespaceDeletionDiscoveryFailure",
+    "NamespaceDeletionGroupVersionParsingFailure",
+    "NamespaceDeletionContentFailure",
+)
+
+
+def remaining_types(namespace_object: KubeObject | None) -> frozenset[str] | None:
+    """The types (`resource.group`, `pods.` for the core group) still holding objects in a terminating
+    namespace, by its namespace controller's last pass; None when that pass may not cover them all.
+
+    Nothing can be created in a terminating namespace (the NamespaceLifecycle admission plugin
+    refuses it), so its content only shrinks: when the controller's last pass discovered every
+    group, parsed every version and deleted without an error, the types its NamespaceContentRemaining
+    condition names are the only ones that can still hold objects. Not trusted: conditions absent
+    (clusters before 1.17, a controller that never ran), any failing pass, a message we cannot read
+    in full, and `pods.` among the remaining types (under OrderedNamespaceDeletion the controller
+    stops at the pods and counts nothing else), or "All content successfully removed" on a namespace
+    still stuck (the same feature misreports remaining pods that way).
+    """
+    if namespace_object is None or deletion_time(namespace_object) is None:
+        return None
+    conditions = {
+        str(c.get("type")): c
+        for c in (namespace_object.get("status") or {}).get("conditions") or ()
+        if isinstance(c, dict)
+    }
+    if any((conditions.get(kind) or {}).get("status") != "False" for kind in _CLEAN_PASS):
+        return None
+    remaining = conditions.get("NamespaceContentRemaining") or {}
+    message = str(remaining.get("message") or "")
+    if remaining.get("status") != "True" or not message.startswith(_REMAINING_PREFIX):
+        return None
+    types: set[str] = set()
+    for item in message.removeprefix(_REMAINING_PREFIX).split(", "):
+        match = _REMAINING_ITEM.fullmatch(item)
+        if match is None:
+            return None
+        types.add(f"{match.group(1)}.{match.group(2)}")
+    return None if not types or "pods." in types else frozenset(types)
+
+
 class _Namespace:
     """What one namespace's snapshot gets on its own: its contents, its nodes, its gaps."""
 
@@ -65,6 +114,11 @@ class _Namespace:
         self.requested_nodes: set[str] = set()
         # group versions whose every CRD type was listed in this namespace although discovery failed
         self.fallback_complete: dict[str, bool] = {}
+        # when set, the only types (`resource.group`) that can hold objects here: the others are not listed
+        self.only: frozenset[str] | None = None
+
+    def lists(self, rtype: ResourceType) -> bool:
+        return self.only is None or f"{rtype.resource}.{rtype.group}" in self.only
 
 
 # the namespaces a call is for (a late call is a gap in each of them); None: every namespace of the run
@@ -380,6 +434,9 @@ class _Run:
         self.c = collector
         self.loop = loop
         self.namespaces = [_Namespace(base) for base in bases]
+        if collector.options.contents_from_conditions:
+            for ns in self.namespaces:
+                ns.only = remaining_types(ns.base.namespace_object)
         self.group_versions: dict[str, GroupVersionStatus] = {}
         self.resource_types: list[ResourceType] = []
         self.apiservices: list[KubeObject] = []
@@ -526,7 +583,8 @@ class _Run:
             rtype = ResourceType(group, version, name, str(resource.get("kind", "")), True, verbs)
             self.resource_types.append(rtype)
             for ns in self.namespaces:
-                self._list_contents(ns, rtype, self._content_failed(ns, rtype))
+                if ns.lists(rtype):
+                    self._list_contents(ns, rtype, self._content_failed(ns, rtype))
 
     def _list_contents(self, ns: _Namespace, rtype: ResourceType, failed: Callable[[CallError], None]) -> None:
         base = f"/api/{rtype.version}" if not rtype.group else f"/apis/{rtype.group}/{rtype.version}"
@@ -636,7 +694,8 @@ class _Run:
         for ns in self.namespaces:
             ns.fallback_complete[group_version] = True
             for rtype in types:
-                self._list_contents(ns, rtype, self._fallback_failed(ns, rtype, group_version))
+                if ns.lists(rtype):
+                    self._list_contents(ns, rtype, self._fallback_failed(ns, rtype, group_version))
 
     def _fallback_failed(self, ns: _Namespace, rtype: ResourceType, group_version: str) -> Callable[[CallError], None]:
         def failed(error: CallError) -> None:
