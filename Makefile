@@ -7,7 +7,7 @@ CONSTRAINTS := requirements/constraints.txt
 NSSTUCK_CONFIG ?= $(if $(wildcard config/nsstuck.yaml),config/nsstuck.yaml,config/nsstuck.example.yaml)
 export NSSTUCK_CONFIG
 
-.PHONY: install run test lint pytest lock clean bench demo
+.PHONY: install run test lint chart pytest lock clean bench demo
 
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ test: install
 lint: install
 	bash scripts/check --lint-only
 
+## the Dockerfile and the Helm chart: hadolint, helm lint, every rendered manifest against the Kubernetes schemas
+chart: install
+	bash scripts/check-chart
+
 ## the tests only (PostgreSQL tests are skipped without a server): make pytest ARGS="-k config"
 pytest: install
 	$(BIN)/pytest $(ARGS)
@@ -49,6 +53,7 @@ bench: install
 	PYTHONPATH=. $(BIN)/python -m bench.slack --json bench/out/slack.json
 	PYTHONPATH=. $(BIN)/python -m bench.history --json bench/out/history.json
 	PYTHONPATH=. $(BIN)/python -m bench.digest --json bench/out/digest.json
+	PYTHONPATH=. $(BIN)/python -m bench.socket --json bench/out/socket.json
 
 ## the real bot against the Slack and Kubernetes emulators, printed as a user reads it
 demo: install

@@ -157,7 +157,13 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         ]
     )
     try:
-        serve(bot, port=settings.http_port, app_token=app_token)
+        serve(
+            bot,
+            port=settings.http_port,
+            app_token=app_token,
+            ping_interval=settings.socket_ping_seconds,
+            stale_after=settings.socket_stale_seconds,
+        )
     finally:
         scheduling.stop(scheduler)
     return 0

@@ -43,6 +43,23 @@ _APPROVER_ID = re.compile(r"^[UWS][A-Z0-9]{2,}$")
 _DURATION_PART = re.compile(r"(\d+)([smhdw])")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
+# a config file is a few kilobytes; these bound what a hostile or broken one can cost to read
+MAX_CONFIG_BYTES = 1 << 20
+MAX_YAML_DEPTH = 40  # nesting of mappings and sequences (PyYAML composes recursively)
+MAX_YAML_NODES = 100_000  # nodes once every alias is expanded (a "billion laughs" has 10**9)
+MAX_PROBLEM = 300  # characters of a problem in a ConfigError
+
+
+def _clip(text: str, limit: int) -> str:
+    """One line of at most `limit` characters (control characters and line breaks become spaces)."""
+    line = " ".join("".join(c if c.isprintable() else " " for c in text[: limit * 2]).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """A value quoted for a message: repr'd and cut, so that a megabyte of input is not echoed back."""
+    return _clip(repr(value), limit)
+
 
 # ---------------------------------------------------------------------------------------------
 # Small value parsers, usable on their own (the Slack door parses durations too).
@@ -52,7 +69,7 @@ def parse_duration(text: str) -> timedelta:
     """Parse `90s`, `30m`, `1h30m`, `2d`; a bare number is seconds. Raises ValueError."""
     value = text.strip().lower()
     if value.isdigit():
-        return timedelta(seconds=int(value))
+        return _seconds(int(value))
     pos = 0
     seconds = 0
     for match in _DURATION_PART.finditer(value):
@@ -61,8 +78,15 @@ def parse_duration(text: str) -> timedelta:
         seconds += int(match.group(1)) * _DURATION_UNITS[match.group(2)]
         pos = match.end()
     if pos != len(value) or not value:
-        raise ValueError(f"{text!r} is not a duration (examples: 45s, 30m, 1h30m, 2d)")
-    return timedelta(seconds=seconds)
+        raise ValueError(f"{_shown(text)} is not a duration (examples: 45s, 30m, 1h30m, 2d)")
+    return _seconds(seconds)
+
+
+def _seconds(seconds: int) -> timedelta:
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError("too long a duration (at most 999999999 days)") from None
 
 
 _DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -85,10 +109,10 @@ def _crontab_days(field: str) -> str:
                 continue
         first, _, last = spec.partition("-")
         if not first.isdigit() or (last and not last.isdigit()) or (step_text and not step_text.isdigit()):
-            raise ValueError(f"day of week {part!r} is not valid")
+            raise ValueError(f"day of week {_shown(part)} is not valid")
         low, high, step = int(first), int(last or first), int(step_text or 1)
         if not (0 <= low <= 7 and 0 <= high <= 7 and low <= high and step >= 1):
-            raise ValueError(f"day of week {part!r} is out of range (0-7, Sunday is 0 or 7)")
+            raise ValueError(f"day of week {_shown(part)} is out of range (0-7, Sunday is 0 or 7)")
         if step_text and not last:  # `1/2`: from Monday, every other day
             high = 6
         days.extend(_DAY_NAMES[d] for d in range(low, high + 1, step))
@@ -115,21 +139,21 @@ def validate_cron(expression: str, timezone: str = "UTC") -> str:
     fields = expression.split()
     if len(fields) != 5:
         raise ValueError(
-            f"{expression!r} is not a cron expression: expected 5 fields "
+            f"{_shown(expression)} is not a cron expression: expected 5 fields "
             f"(minute hour day-of-month month day-of-week), got {len(fields)}"
         )
     try:
         cron_trigger(expression, timezone)
     except (ValueError, KeyError) as e:
-        raise ValueError(f"{expression!r} is not a valid cron expression: {e}") from e
+        raise ValueError(f"{_shown(expression)} is not a valid cron expression: {_clip(str(e), 120)}") from e
     return expression
 
 
 def _check_timezone(name: str) -> str:
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as e:
-        raise ValueError(f"unknown time zone {name!r} (use an IANA name such as Europe/Berlin)") from e
+    except (ZoneInfoNotFoundError, ValueError, OSError) as e:  # OSError: a name too long for a file name
+        raise ValueError(f"unknown time zone {_shown(name)} (use an IANA name such as Europe/Berlin)") from e
     return name
 
 
@@ -137,27 +161,28 @@ def _to_duration(value: Any) -> Any:
     if isinstance(value, str):
         return parse_duration(value)
     if isinstance(value, int) and not isinstance(value, bool):
-        return timedelta(seconds=value)
+        return _seconds(value)
     return value
 
 
 def _check_cluster_name(value: str) -> str:
     if not _CLUSTER_NAME.match(value):
         raise ValueError(
-            f"{value!r} is not a valid cluster name (lower-case letters, digits, '-', '_', '.'; at most 63 characters)"
+            f"{_shown(value)} is not a valid cluster name "
+            "(lower-case letters, digits, '-', '_', '.'; at most 63 characters)"
         )
     return value
 
 
 def _check_channel(value: str) -> str:
     if not _CHANNEL_ID.match(value):
-        raise ValueError(f"{value!r} is not a Slack channel ID (like C0123ABCD)")
+        raise ValueError(f"{_shown(value)} is not a Slack channel ID (like C0123ABCD)")
     return value
 
 
 def _check_approver(value: str) -> str:
     if not _APPROVER_ID.match(value):
-        raise ValueError(f"{value!r} is not a Slack user ID (U…/W…) or user group ID (S…)")
+        raise ValueError(f"{_shown(value)} is not a Slack user ID (U…/W…) or user group ID (S…)")
     return value
 
 
@@ -235,7 +260,7 @@ class AppConfig(_Strict):
             if cluster.name in seen:
                 raise _KeyedError(
                     ("clusters", index, "name"),
-                    f"duplicate cluster {cluster.name!r} (already defined at clusters[{seen[cluster.name]}])",
+                    f"duplicate cluster {_shown(cluster.name)} (already defined at clusters[{seen[cluster.name]}])",
                 )
             seen[cluster.name] = index
         return clusters
@@ -255,7 +280,7 @@ class AppConfig(_Strict):
                 if name not in known:
                     raise _KeyedError(
                         ("digests", d_index, "clusters", c_index),
-                        f"unknown cluster {name!r} (not in clusters:)",
+                        f"unknown cluster {_shown(name)} (not in clusters:)",
                     )
         return self
 
@@ -338,23 +363,25 @@ def _describe(error: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
 def load_config(path: Path, *, required: bool = True) -> AppConfig:
     """Read and validate the config file. A missing file is an empty config unless `required`."""
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(source, None, "file not found") from None
+    text = _read_config(path, source, required=required)
+    if text is None:
         return AppConfig()
-    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as e:
-        raise ConfigError(source, None, f"cannot read the file ({e.__class__.__name__})") from None
     try:
+        # the events first (a stream: no recursion, no alias expansion), so that a YAML bomb or a
+        # deeply nested document is refused before anything is built from it
+        shape = _yaml_shape_problem(text)
+        if shape:
+            raise ConfigError(source, None, shape)
         tree = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        raise ConfigError(source, where, f"invalid YAML: {e.problem}") from None
+        raise ConfigError(source, where, f"invalid YAML: {_clip(str(e.problem), MAX_PROBLEM)}") from None
     except yaml.YAMLError as e:
-        raise ConfigError(source, None, f"invalid YAML: {e}") from None
+        raise ConfigError(source, None, f"invalid YAML: {_clip(str(e), MAX_PROBLEM)}") from None
+    except (ValueError, OverflowError) as e:  # PyYAML building a value: a date like 2026-13-45, a 5000-digit int
+        raise ConfigError(source, None, f"invalid YAML: a value cannot be read ({_clip(str(e), 120)})") from None
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -365,13 +392,69 @@ def load_config(path: Path, *, required: bool = True) -> AppConfig:
         errors = e.errors()
         loc, message = _describe(dict(errors[0]))
         line = _line_of(tree, loc)
-        key = format_loc(loc) or None
+        key = _clip(format_loc(loc), 120) or None
         if key and line:
             key = f"{key} (line {line})"
         more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        raise ConfigError(source, key, message + more) from None
+        raise ConfigError(source, key, _clip(message, MAX_PROBLEM) + more) from None
     _check_kubeconfigs(config, source, tree, base=path.parent)
     return config
+
+
+def _read_config(path: Path, source: str, *, required: bool) -> str | None:
+    """The file's text (None when it is missing and not required), at most MAX_CONFIG_BYTES of UTF-8."""
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(source, None, "file not found") from None
+        return None
+    except OSError as e:  # a directory, no permission, a name too long, a loop of links...
+        raise ConfigError(source, None, f"cannot read the file ({e.__class__.__name__})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(source, None, f"the file is larger than {MAX_CONFIG_BYTES // 1024} KiB; is it the right one?")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(source, None, "cannot read the file (UnicodeDecodeError: it is not UTF-8)") from None
+
+
+def _yaml_shape_problem(text: str) -> str | None:
+    """What makes the document too costly to build, or None. Walks the parser's events once, keeping
+    for every anchor how many nodes it stands for, so aliases are counted as if expanded."""
+    sizes: dict[str, int] = {}  # anchor -> nodes it stands for, aliases expanded
+    open_: list[tuple[str | None, list[int]]] = []  # the collections being read: anchor, node count
+    total = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            open_.append((event.anchor, [1]))
+            if len(open_) > MAX_YAML_DEPTH:
+                return f"invalid YAML: nested deeper than {MAX_YAML_DEPTH} levels"
+            count = 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            anchor, (size,) = open_.pop()
+            if anchor is not None:
+                sizes[anchor] = size
+            if open_:
+                open_[-1][1][0] += size
+            continue
+        elif isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for anchor, _ in open_):
+                return f"invalid YAML: alias *{_clip(str(event.anchor), 40)} refers to a node that contains it"
+            count = sizes.get(str(event.anchor), 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            count = 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        else:
+            continue
+        total += count
+        if open_ and not isinstance(event, yaml.CollectionStartEvent):
+            open_[-1][1][0] += count
+        if total > MAX_YAML_NODES:
+            return f"invalid YAML: more than {MAX_YAML_NODES} values once its aliases are expanded (a YAML bomb?)"
+    return None
 
 
 def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, base: Path) -> None:
@@ -379,13 +462,17 @@ def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, b
         if cluster.kubeconfig is None:
             continue
         kubeconfig = cluster.kubeconfig if cluster.kubeconfig.is_absolute() else base / cluster.kubeconfig
+        shown = _shown(str(cluster.kubeconfig), 120)
         problem = None
-        if not kubeconfig.exists():
-            problem = f"kubeconfig {str(cluster.kubeconfig)!r} does not exist"
-        elif not kubeconfig.is_file():
-            problem = f"kubeconfig {str(cluster.kubeconfig)!r} is not a file"
-        elif not os.access(kubeconfig, os.R_OK):
-            problem = f"kubeconfig {str(cluster.kubeconfig)!r} is not readable"
+        try:
+            if not kubeconfig.exists():
+                problem = f"kubeconfig {shown} does not exist"
+            elif not kubeconfig.is_file():
+                problem = f"kubeconfig {shown} is not a file"
+            elif not os.access(kubeconfig, os.R_OK):
+                problem = f"kubeconfig {shown} is not readable"
+        except (OSError, ValueError) as e:  # a name too long, a NUL byte, a directory we may not enter
+            problem = f"kubeconfig {shown} cannot be looked at ({e.__class__.__name__})"
         if problem:
             loc = ("clusters", index, "kubeconfig")
             line = _line_of(tree, loc)
@@ -442,6 +529,10 @@ class Settings(BaseSettings):
     remediation_follow_seconds: float = Field(
         default=900.0, gt=0, validation_alias="NSSTUCK_REMEDIATION_FOLLOW_SECONDS"
     )
+    # Socket Mode: seconds between two pings, and without a pong after which the connection is taken
+    # for dead and replaced (a connection cut without a close frame is noticed only this way)
+    socket_ping_seconds: float = Field(default=2.0, ge=0.2, le=60, validation_alias="NSSTUCK_SOCKET_PING_SECONDS")
+    socket_stale_seconds: float = Field(default=6.0, ge=0.5, le=600, validation_alias="NSSTUCK_SOCKET_STALE_SECONDS")
 
     @classmethod
     def settings_customise_sources(
@@ -465,6 +556,15 @@ class Settings(BaseSettings):
         if "://" not in value:
             raise ValueError("expected a SQLAlchemy URL such as sqlite:///nsstuck.db or postgresql+psycopg://…")
         return value
+
+    @model_validator(mode="after")
+    def _stale_after_pings(self) -> Settings:
+        if self.socket_stale_seconds <= self.socket_ping_seconds:
+            raise ValueError(
+                "NSSTUCK_SOCKET_STALE_SECONDS must be longer than NSSTUCK_SOCKET_PING_SECONDS"
+                " (a pong needs a ping first)"
+            )
+        return self
 
     @field_validator("slack_api_url")
     @classmethod

@@ -171,17 +171,23 @@ class _Loop:
 
 
 def _reason(error: CallError) -> str:
-    if error.kind == "timeout":
+    """The gap's reason: timeout (ours, or the API server's 504), forbidden, unavailable (the server or
+    a gateway cannot serve now, or throttles us), error (anything else, a dropped connection included)."""
+    if error.kind == "timeout" or error.status == 504:
         return "timeout"
     if error.status == 403:
         return "forbidden"
-    if error.status in (502, 503, 504):
+    if error.status in (429, 502, 503):
         return "unavailable"
     return "error"
 
 
 def trim(obj: KubeObject) -> KubeObject:
-    """Drop what no rule reads and what weighs most: managed fields and last-applied copies."""
+    """Drop what no rule reads and what weighs most: managed fields and last-applied copies; and the
+    values of Secrets, which snapshots (kept in the database) must never hold."""
+    if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
+        obj.pop("data", None)
+        obj.pop("stringData", None)
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         metadata.pop("managedFields", None)
@@ -299,8 +305,8 @@ class Collector:
     # -- calls -----------------------------------------------------------------------------------
 
     def _get(self, loop: _Loop, path: str, query: dict[str, str] | None = None) -> Any:
-        timeout = max(0.1, min(self.options.call_timeout, loop.remaining()))
-        return self.transport.get(path, query, timeout=timeout)
+        # the transport's retries (429, a 5xx or a dropped connection on a GET) stay within the deadline
+        return self.transport.get(path, query, timeout=self.options.call_timeout, deadline=loop.deadline)
 
     def _list(self, loop: _Loop, path: str, query: dict[str, str] | None = None) -> list[KubeObject]:
         """All pages of a list, each item trimmed and given its apiVersion and kind."""
@@ -328,7 +334,7 @@ class Collector:
     def collect(self, namespace: str) -> NamespaceSnapshot:
         started = time.monotonic()
         observed_at = self.clock()
-        namespace_object = self._read_namespace(namespace)
+        namespace_object = self._read_namespace(namespace, started + self.options.deadline)
         base = NamespaceSnapshot(
             cluster=self.cluster, namespace=namespace, observed_at=observed_at, namespace_object=namespace_object
         )
@@ -411,10 +417,12 @@ class Collector:
             pool.shutdown(wait=False, cancel_futures=True)
         return {name: failed[name] if name in failed else snapshots[name] for name in names}
 
-    def _read_namespace(self, namespace: str) -> KubeObject | None:
+    def _read_namespace(self, namespace: str, deadline: float) -> KubeObject | None:
         host = self.transport.connection.host
         try:
-            doc = self.transport.get(f"/api/v1/namespaces/{quote(namespace)}", timeout=self.options.call_timeout)
+            doc = self.transport.get(
+                f"/api/v1/namespaces/{quote(namespace)}", timeout=self.options.call_timeout, deadline=deadline
+            )
         except CallError as e:
             if e.status == 404:
                 return None
@@ -480,14 +488,16 @@ class _Run:
             self._on_groups,
             self.gap("discovery of /apis"),
         )
+        # a call's label is the name of its gap, whether it fails or does not finish in time
         loop.add(
-            "list apiservices",
+            "list apiservices (cluster-wide)",
             lambda: self.c._list(loop, "/apis/apiregistration.k8s.io/v1/apiservices"),
             self._on_apiservices,
             self.gap("list apiservices (cluster-wide)"),
         )
         for path, kind in _WEBHOOKS:
-            loop.add(path, partial(self.c._list, loop, path), self._on_webhooks(kind), self.gap(f"list {kind}s"))
+            what = f"list {kind}s"
+            loop.add(what, partial(self.c._list, loop, path), self._on_webhooks(kind), self.gap(what))
         loop.add(
             "list customresourcedefinitions",
             lambda: self.c._list(loop, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
@@ -495,12 +505,8 @@ class _Run:
             self.gap("list customresourcedefinitions"),
         )
         for path, kind in _WORKLOADS:
-            loop.add(
-                path,
-                partial(self.c._list, loop, path),
-                self._on_workloads(kind),
-                self.gap(f"list {kind.lower()}s (cluster-wide workloads)"),
-            )
+            what = f"list {kind.lower()}s (cluster-wide workloads)"
+            loop.add(what, partial(self.c._list, loop, path), self._on_workloads(kind), self.gap(what))
         late = loop.run()
         deadline = self.c.options.deadline
         for label, scope in late:
@@ -590,7 +596,7 @@ class _Run:
         base = f"/api/{rtype.version}" if not rtype.group else f"/apis/{rtype.group}/{rtype.version}"
         path = f"{base}/namespaces/{quote(ns.name)}/{rtype.resource}"
         self.loop.add(
-            f"list {rtype.key}",
+            f"list {rtype.key} in {ns.name}",
             partial(self.c._list, self.loop, path),
             partial(self._on_contents, ns, rtype),
             failed,

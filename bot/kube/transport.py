@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import urllib3
@@ -30,6 +30,9 @@ class CallError(Exception):
     body: str | None = None
     reason: str | None = None  # the Status reason (Forbidden, NotFound, ...) when the body was a Status
     retry_after: float | None = None
+    # the connection was dropped after the request went out (reset, closed without an answer): the
+    # server may or may not have acted on it; for a GET, asking again is safe
+    dropped: bool = False
 
     def __str__(self) -> str:
         return self.message
@@ -54,16 +57,47 @@ def _status_message(status: int, body: str) -> tuple[str, str | None]:
     return f"the server returned HTTP {status}", None
 
 
-class Transport:
-    """GET (and later PATCH/PUT/DELETE) of raw JSON documents, one connection pool, thread-safe."""
+# a GET answered with one of these is asked once more: a server error or a gateway's (an aggregated
+# API's proxy, a load balancer) is often momentary, and a GET changes nothing
+RETRIED_STATUSES = frozenset({500, 502, 503, 504})
+# the pause before that second GET when the server sent no Retry-After
+SERVER_ERROR_PAUSE = 0.2
+# the pause after a 429 without Retry-After
+THROTTLE_PAUSE = 1.0
+# without a deadline, the longest Retry-After we wait for; a longer one ends the call
+MAX_PAUSE = 5.0
+# a retry is not worth starting with less than this left for the call itself
+MIN_CALL_TIME = 0.1
 
-    def __init__(self, connection: Connection, *, call_timeout: float = 10.0, retries_on_429: int = 1) -> None:
+
+class Transport:
+    """GET, PATCH, PUT and DELETE of raw JSON documents, one connection pool, thread-safe.
+
+    What it retries, within the caller's deadline when one is given (`deadline`, a `time.monotonic()`
+    instant by which the call must be over, retries and pauses included):
+    - a 429 (any method: a throttled request was not processed), after its Retry-After (1 s when
+      absent), up to `retries_on_429` times;
+    - a GET answered 500, 502, 503 or 504, once, after a short pause or the Retry-After the server sent;
+    - a GET whose connection was dropped without an answer (reset, closed), once, at once.
+    A retry whose pause would not leave time for the call before the deadline (or, without one, a
+    Retry-After beyond MAX_PAUSE) is not made: the last error is raised, saying why it was not retried.
+    Writes are never retried on an error or a dropped connection: they may have been applied.
+    """
+
+    def __init__(self, connection: Connection, *, call_timeout: float = 10.0, retries_on_429: int = 3) -> None:
         self.connection = connection
         self.call_timeout = call_timeout
         self.retries_on_429 = retries_on_429
 
-    def get(self, path: str, query: dict[str, str] | None = None, *, timeout: float | None = None) -> Any:
-        return self.call("GET", path, query=query, timeout=timeout)
+    def get(
+        self,
+        path: str,
+        query: dict[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+        deadline: float | None = None,
+    ) -> Any:
+        return self.call("GET", path, query=query, timeout=timeout, deadline=deadline)
 
     def call(
         self,
@@ -74,17 +108,34 @@ class Transport:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        deadline: float | None = None,
     ) -> Any:
-        attempts = self.retries_on_429 + 1
-        for attempt in range(attempts):
+        throttled = 0
+        retried = False  # the one retry of a GET after a server error or a dropped connection
+        while True:
+            attempt_timeout = timeout or self.call_timeout
+            if deadline is not None:
+                attempt_timeout = max(MIN_CALL_TIME, min(attempt_timeout, deadline - time.monotonic()))
             try:
-                return self._once(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+                return self._once(
+                    method, path, query=query, body=body, content_type=content_type, timeout=attempt_timeout
+                )
             except CallError as e:
-                if e.status == 429 and attempt + 1 < attempts:
-                    time.sleep(min(e.retry_after if e.retry_after is not None else 1.0, 5.0))
-                    continue
-                raise
-        raise AssertionError("unreachable")  # pragma: no cover
+                if e.status == 429:
+                    if throttled >= self.retries_on_429:
+                        raise  # in the server's words, as callers show it
+                    pause = e.retry_after if e.retry_after is not None else THROTTLE_PAUSE
+                    throttled += 1
+                elif method == "GET" and not retried and (e.status in RETRIED_STATUSES or e.dropped):
+                    pause = 0.0 if e.dropped else (e.retry_after if e.retry_after is not None else SERVER_ERROR_PAUSE)
+                    retried = True
+                else:
+                    raise
+                why_not = _too_long(pause, deadline)
+                if why_not:
+                    raise _not_retried(e, why_not) from None
+                if pause > 0:
+                    time.sleep(pause)
 
     def _once(
         self,
@@ -135,12 +186,39 @@ class Transport:
             raise CallError(
                 "timeout", f"timed out after {timeout or self.call_timeout:g}s ({e.__class__.__name__})"
             ) from None
+        except urllib3.exceptions.ProtocolError as e:
+            # "Connection aborted.": reset by the peer, or closed before a whole answer came
+            raise CallError("connection", self.connection.scrub(_dropped_message(e)), dropped=True) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise CallError("connection", self.connection.scrub(_connection_message(e))) from None
         try:
             return json.loads(raw) if raw else None
         except ValueError:
             raise CallError("status", "the server sent a response that is not JSON", 200) from None
+
+
+def _too_long(pause: float, deadline: float | None) -> str | None:
+    """Why a retry after `pause` seconds is not made, or None when it fits."""
+    if deadline is None:
+        return f"Retry-After {pause:g}s is longer than we wait ({MAX_PAUSE:g}s)" if pause > MAX_PAUSE else None
+    left = deadline - time.monotonic()
+    if pause + MIN_CALL_TIME > left:
+        return f"a retry after {pause:g}s would not finish within the {max(0.0, left):.1f}s left"
+    return None
+
+
+def _not_retried(error: CallError, why: str) -> CallError:
+    return replace(error, message=f"{error.message} (not retried: {why})")
+
+
+def _dropped_message(error: BaseException) -> str:
+    """urllib3's ProtocolError("Connection aborted.", ConnectionResetError(104, 'Connection reset by peer'))."""
+    cause = error.args[1] if len(error.args) > 1 else None
+    if isinstance(cause, OSError) and cause.strerror:
+        return f"connection dropped: {cause.strerror.lower()}"
+    if cause is not None and str(cause):
+        return f"connection dropped: {cause}"
+    return "connection dropped before an answer came"
 
 
 def _retry_after(value: object) -> float | None:

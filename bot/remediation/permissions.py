@@ -1,6 +1,7 @@
 """The Kubernetes permissions remediation needs: per remedy, exactly the verbs it uses, on exactly
-the resources it touches. The Helm chart's RBAC and `nsstuck clusters check` read this table; a test
-checks every write the executor makes against it.
+the resources it touches. A test checks every write the executor makes against it, and another that
+the Helm chart's remediation ClusterRole (helm/nsstuck/templates/rbac-remediation.yaml, written by
+hand with a comment per rule) grants exactly this. The reads of diagnosis are `bot.kube.permissions`.
 
 Reading (get) is needed on every target, to re-check it right before the change and to back it up.
 """
@@ -8,26 +9,11 @@ Reading (get) is needed on every target, to re-check it right before the change 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from bot.domain.access import Rule, allowed_by, parse_request, unique
 from bot.domain.findings import Action
 
-
-@dataclass(frozen=True)
-class Rule:
-    """One RBAC PolicyRule."""
-
-    api_groups: tuple[str, ...]
-    resources: tuple[str, ...]
-    verbs: tuple[str, ...]
-
-    def allows(self, group: str, resource: str, verb: str) -> bool:
-        return (
-            ("*" in self.api_groups or group in self.api_groups)
-            and ("*" in self.resources or resource in self.resources)
-            and verb in self.verbs
-        )
-
+__all__ = ["PERMISSIONS", "Rule", "allowed", "remediation_rules", "request_of", "rules_for"]
 
 PERMISSIONS: dict[Action, tuple[Rule, ...]] = {
     # an orphaned finalizer can sit on any kind of object (custom resources above all), so this is the
@@ -52,36 +38,22 @@ PERMISSIONS: dict[Action, tuple[Rule, ...]] = {
     Action.FORCE_DELETE_POD: (Rule(("",), ("pods",), ("get", "delete")),),
 }
 
-_VERBS = {"GET": "get", "PATCH": "patch", "PUT": "update", "DELETE": "delete", "POST": "create"}
-_NAMESPACE_SUBRESOURCES = {"finalize", "status"}
-
 
 def request_of(method: str, path: str) -> tuple[str, str, str]:
     """(api group, resource[/subresource], verb) of one API request on an object path."""
-    segments = [s for s in path.split("?", 1)[0].split("/") if s]
-    if segments[:1] == ["api"]:
-        group, rest = "", segments[2:]
-    else:
-        group, rest = segments[1], segments[3:]
-    namespaced = len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in _NAMESPACE_SUBRESOURCES
-    if namespaced:
-        rest = rest[2:]
-    resource = rest[0] if rest else ""
-    if len(rest) >= 3:
-        resource = f"{resource}/{rest[2]}"
-    return group, resource, _VERBS.get(method.upper(), method.lower())
+    request = parse_request(method, path)
+    return request.group, request.resource, request.verb
 
 
 def allowed(action: Action, method: str, path: str) -> bool:
-    group, resource, verb = request_of(method, path)
-    return any(rule.allows(group, resource, verb) for rule in PERMISSIONS.get(action, ()))
+    return allowed_by(PERMISSIONS.get(action, ()), parse_request(method, path))
 
 
 def rules_for(actions: Iterable[Action]) -> list[Rule]:
     """The rules for a set of remedies (for an RBAC Role), without repeats, in a stable order."""
-    out: list[Rule] = []
-    for action in actions:
-        for rule in PERMISSIONS.get(action, ()):
-            if rule not in out:
-                out.append(rule)
-    return out
+    return list(unique(rule for action in actions for rule in PERMISSIONS.get(action, ())))
+
+
+def remediation_rules() -> tuple[Rule, ...]:
+    """Every rule of every remedy: what the Helm chart's remediation ClusterRole grants."""
+    return tuple(rules_for(PERMISSIONS))

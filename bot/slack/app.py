@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,10 +53,14 @@ from bot.slack.metrics import Metrics
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
 from bot.slack.remediating import RemediationDesk
 from bot.slack.remediation_blocks import pending_lines
+from bot.slack.shapes import USER_ID
 from bot.slack.text import code, escape
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
+
+# how long an acknowledged diagnosis waits in memory for the database to come back
+DB_OUTAGE_SECONDS = 300.0
 
 Diagnoser = Callable[[ClusterTarget, str], DiagnosisResult]
 
@@ -164,9 +169,9 @@ class Bot:
         self.work.submit(self._diagnose_and_post, cluster.name, parsed.namespace, channel, user, respond)
 
     def _on_home_opened(self, event: dict[str, Any]) -> None:
-        if event.get("tab", "home") != "home":
+        user = event.get("user")
+        if event.get("tab", "home") != "home" or not (isinstance(user, str) and USER_ID.fullmatch(user)):
             return
-        user = str(event.get("user") or "")
         now = datetime.now(UTC)
         view = blocks.home(
             open_incidents(self.deps.db),
@@ -174,7 +179,10 @@ class Bot:
             now_seconds=lambda since: int((now - since).total_seconds()),
             requests=pending_lines(open_requests(self.deps.db)),
         )
-        self.client.views_publish(user_id=user, view=view)
+        try:
+            self.client.views_publish(user_id=user, view=view)
+        except SlackApiError as e:  # a user Slack does not know (or no longer): nothing to show them
+            log.warning("publishing the Home tab of %s failed: %s", user, e.response.get("error"))
 
     def _workspace(self) -> str:
         if self._workspace_url is None:
@@ -217,8 +225,37 @@ class Bot:
         diagnosis = result.diagnosis
         self.metrics.diagnoses.labels(state=diagnosis.state.value, cause=diagnosis.cause or "").inc()
         # committed first: if Slack is down now, the outbox job posts it when Slack answers again
-        recorded = record(self.deps.db, result, trigger="slack", requested_by=user, post_channel=channel)
-        self.deliver(recorded.run_id)
+        recorded = self._record_durably(result, user=user, channel=channel, respond=respond)
+        if recorded is not None:
+            self.deliver(recorded.run_id)
+
+    def _record_durably(self, result: DiagnosisResult, *, user: str, channel: str, respond: Respond) -> Any:
+        """Record an acknowledged diagnosis, waiting out a database outage (a restart, a fail-over) for up
+        to `DB_OUTAGE_SECONDS`; the user is told if it lasts longer. None when it could not be recorded."""
+        deadline = time.monotonic() + DB_OUTAGE_SECONDS
+        pause = 0.25
+        told = False
+        while True:
+            try:
+                return record(self.deps.db, result, trigger="slack", requested_by=user, post_channel=channel)
+            except Exception as e:  # the database is down or restarting: the result waits in memory
+                if time.monotonic() + pause > deadline:
+                    log.error(
+                        "recording the diagnosis of %s failed for %ss: %s",
+                        result.diagnosis.namespace,
+                        DB_OUTAGE_SECONDS,
+                        type(e).__name__,
+                    )
+                    respond(
+                        text=f"The diagnosis of {code(result.diagnosis.namespace)} could not be saved: the database "
+                        "has been unavailable for too long. Please run the command again later."
+                    )
+                    return None
+                if not told:
+                    log.warning("the database is unavailable (%s); retrying", type(e).__name__)
+                    told = True
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
 
     # -- the outbox ------------------------------------------------------------------------------
 

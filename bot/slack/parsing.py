@@ -6,11 +6,12 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from bot.slack.text import code
+from bot.slack.text import clip, code
 
 NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 SUBCOMMANDS = ("clusters", "history", "help")
 MAX_TEXT = 500
+MAX_ECHO = 24  # characters of the caller's own words quoted back in a message
 
 USAGE = (
     "Usage: `/nsstuck <cluster> <namespace>` to diagnose a namespace stuck in Terminating, "
@@ -50,6 +51,13 @@ class Invalid:
 Command = Diagnose | ListClusters | History | Help | Invalid
 
 
+def _shown(word: str) -> str:
+    """The caller's word as inline code, cut short and with control characters made visible, so that
+    a message quoting it stays short and readable whatever was typed."""
+    printable = "".join(c if c.isprintable() else "\N{REPLACEMENT CHARACTER}" for c in word[: MAX_ECHO + 1])
+    return code(clip(printable, MAX_ECHO))
+
+
 def _closest(word: str, choices: list[str]) -> str | None:
     found = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return found[0] if found else None
@@ -81,8 +89,8 @@ def parse(text: str, clusters: list[str]) -> Command:
             return Invalid(f"Which namespace on {code(words[0])}? Usage: `/nsstuck {words[0]} <namespace>`.")
         typo = _closest(first, list(SUBCOMMANDS))
         if typo:
-            return Invalid(f"Unknown command {code(words[0])}: did you mean `/nsstuck {typo}`? {USAGE}")
-        return Invalid(f"Missing the namespace (or an unknown command {code(words[0])}). {USAGE}")
+            return Invalid(f"Unknown command {_shown(words[0])}: did you mean `/nsstuck {typo}`? {USAGE}")
+        return Invalid(f"Missing the namespace (or an unknown command {_shown(words[0])}). {USAGE}")
     if len(words) > 2:
         return Invalid(f"Too many words. {USAGE}")
     cluster, namespace = words
@@ -96,13 +104,13 @@ def _check_cluster(name: str, clusters: list[str]) -> str | None:
     listing = ", ".join(f"`{c}`" for c in clusters) if clusters else "none are registered"
     suggestion = _closest(name, clusters)
     hint = f" Did you mean `{suggestion}`?" if suggestion else ""
-    return f"Unknown cluster {code(name)}.{hint} Registered clusters: {listing}."
+    return f"Unknown cluster {_shown(name)}.{hint} Registered clusters: {listing}."
 
 
 def _check_namespace(name: str) -> str | None:
     if NAMESPACE_NAME.match(name):
         return None
     return (
-        f"{code(name)} is not a valid namespace name: at most 63 lower-case letters, digits and '-', "
+        f"{_shown(name)} is not a valid namespace name: at most 63 lower-case letters, digits and '-', "
         "starting and ending with a letter or digit."
     )

@@ -5,6 +5,7 @@ an answer within 3 s); refusals are ephemeral, and every decision lives in the d
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from bot.services.recording import current_thread
 from bot.slack import ids
 from bot.slack.blocks import ephemeral
 from bot.slack.remediation_blocks import request_message
+from bot.slack.shapes import click_channel
 from bot.slack.text import escape
 
 if TYPE_CHECKING:
@@ -30,6 +32,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP_CACHE_SECONDS = 60.0
+# the values the bot puts on its buttons, exactly: "<run id>:<remedy id>" and "<request id>" (ASCII
+# digits only: int() would also take " 1", "1_0" or "١", and an id past 2**63 breaks the query)
+_REMEDY_VALUE = re.compile(r"([1-9][0-9]{0,17}):([A-Za-z0-9_-]{1,64})")
+_REQUEST_VALUE = re.compile(r"[1-9][0-9]{0,17}")
+NOT_OURS = "That button is not one of nsstuck's."
 
 
 class RemediationDesk:
@@ -85,7 +92,7 @@ class RemediationDesk:
                 return
             except (SlackApiError, OSError, ValueError) as e:
                 log.warning("ephemeral answer through response_url failed: %s", e.__class__.__name__)
-        channel = _channel(body)
+        channel = click_channel(body)
         user = str((body.get("user") or {}).get("id") or "")
         message = body.get("message") or {}
         thread = message.get("thread_ts") or message.get("ts")
@@ -121,13 +128,13 @@ class RemediationDesk:
     def _on_request(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
         user = str((body.get("user") or {}).get("id") or "")
-        channel = _channel(body)
-        try:
-            run_text, remedy_id = str(action.get("value") or "").split(":", 1)
-            run_id = int(run_text)
-        except ValueError:
-            self._tell(body, "That button is not one of nsstuck's.")
+        channel = click_channel(body)
+        value = action.get("value")
+        matched = _REMEDY_VALUE.fullmatch(value) if isinstance(value, str) else None
+        if matched is None or not user:
+            self._tell(body, NOT_OURS)
             return
+        run_id, remedy_id = int(matched.group(1)), matched.group(2)
         try:
             self._file(body, run_id=run_id, remedy_id=remedy_id, user=user, channel=channel)
         except (UserError, UnknownClusterError) as e:
@@ -178,14 +185,17 @@ class RemediationDesk:
 
     def _decide(self, body: dict[str, Any], action: dict[str, Any], *, approve: bool) -> None:
         user = str((body.get("user") or {}).get("id") or "")
-        try:
-            request_id = int(str(action.get("value") or ""))
-        except ValueError:
-            self._tell(body, "That button is not one of nsstuck's.")
+        value = action.get("value")
+        if not (isinstance(value, str) and _REQUEST_VALUE.fullmatch(value)) or not user:
+            self._tell(body, NOT_OURS)
             return
+        request_id = int(value)
         view = load(self.bot.deps.db, request_id)
         if view is None:
             self._tell(body, "That request is not on record.")
+            return
+        if view.channel and click_channel(body) != view.channel:  # its buttons are on its message, in its channel
+            self._tell(body, NOT_OURS)
             return
         try:
             eligible = self._approvers(view.cluster)
@@ -234,9 +244,3 @@ class RemediationDesk:
             self._announce(outcome)
         for outcome in self.executor.follow(self.bot.namespace_uid):
             self._say(outcome.view, escape(verification_text(outcome.view, self.clock())))
-
-
-def _channel(body: dict[str, Any]) -> str:
-    channel = body.get("channel") or {}
-    container = body.get("container") or {}
-    return str(channel.get("id") or container.get("channel_id") or "")

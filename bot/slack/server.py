@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import sys
@@ -15,32 +16,61 @@ from urllib.parse import parse_qsl
 
 from slack_bolt.context import BoltContext
 from slack_bolt.request import BoltRequest
-from slack_bolt.request.internals import build_context
+from slack_bolt.request.internals import build_context, extract_content_type, parse_body
+from slack_sdk.socket_mode.response import SocketModeResponse
 from waitress.server import create_server
 
+from bot.slack import shapes
 from bot.slack.app import Bot
+from bot.slack.signing import RequestGate, Verdict
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 1 << 20
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-_REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed", 413: "Payload Too Large",
-            500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+            413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
 
 
-def bolt_request(raw: str, query: str, headers: dict[str, str | Sequence[str]]) -> BoltRequest:
-    """A BoltRequest for a raw HTTP body, working around Bolt's `payload` parsing trap.
+class MalformedRequest(ValueError):
+    """A signed request whose body is not a payload of Slack's shape; `args[0]` says why, briefly."""
+
+
+def read_payload(raw: str, headers: dict[str, str | Sequence[str]]) -> dict[str, Any]:
+    """The payload of a raw HTTP body as Bolt reads it, but with Bolt's `payload` trap worked around.
 
     Bolt 1.30 treats any form body containing the substring "payload" as an interactivity post and
     parses it to {} when it has no payload field, so `/nsstuck prod payload-svc` would match
     nothing. A slash command is recognised by its `command` field and parsed as the form it is.
+    Raises MalformedRequest for a body that is not JSON where JSON is due, or not an object.
     """
-    request = BoltRequest(body=raw, query=query, headers=headers)
-    if not request.body and raw and not raw.lstrip().startswith("{"):
+    content_type = extract_content_type({k: [v] if isinstance(v, str) else list(v) for k, v in headers.items()})
+    try:
+        body: Any = parse_body(raw, content_type)
+    except ValueError:  # JSONDecodeError: a JSON body, or a form's payload field, that is not JSON
+        raise MalformedRequest("the body is not valid JSON") from None
+    if not body and raw and not raw.lstrip().startswith("{"):
         form = dict(parse_qsl(raw, keep_blank_values=True))
         if "command" in form and "payload" not in form:
-            request.body = form
-            request.context = build_context(BoltContext({}), form)
+            body = form
+    if not isinstance(body, dict):
+        raise MalformedRequest("the payload is not a JSON object")
+    return body
+
+
+def bolt_request(raw: str, query: str, headers: dict[str, str | Sequence[str]], *, api_url: str) -> BoltRequest:
+    """A BoltRequest for a raw HTTP body whose payload has the shape Bolt relies on (else MalformedRequest)."""
+    body = read_payload(raw, headers)
+    problem = shapes.problem(body, api_url=api_url)
+    if problem:
+        raise MalformedRequest(problem)
+    try:
+        request = BoltRequest(body=raw, query=query, headers=headers)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:  # what the shape check missed
+        raise MalformedRequest(f"unreadable payload ({e.__class__.__name__})") from None
+    if request.body != body:  # the payload trap: give Bolt the form as it is
+        request.body = body
+        request.context = build_context(BoltContext({}), body)
     return request
 
 
@@ -51,6 +81,9 @@ class Web:
         self.bot = bot
         self.ready = ready
         self.socket_mode = socket_mode
+        secret = bot.deps.settings.slack_signing_secret if bot is not None else None
+        # every HTTP request is checked here (signature, freshness, replay) before Bolt sees it
+        self.gate = RequestGate(secret.get_secret_value(), bot.deps.db) if bot is not None and secret else None
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -77,13 +110,27 @@ class Web:
             length = -1
         if length < 0 or length > MAX_BODY:
             return self._reply(start_response, 413, b"request too large\n")
-        raw = environ["wsgi.input"].read(length).decode("utf-8", "replace") if length else ""
+        data = environ["wsgi.input"].read(length) if length else b""
+        raw = data.decode("utf-8", "replace")
         headers: dict[str, str | Sequence[str]] = {
             k[5:].replace("_", "-").lower(): str(v) for k, v in environ.items() if k.startswith("HTTP_")
         }
         if environ.get("CONTENT_TYPE"):
             headers["content-type"] = str(environ["CONTENT_TYPE"])
-        response = self.bot.app.dispatch(bolt_request(raw, str(environ.get("QUERY_STRING", "")), headers))
+        if dict(parse_qsl(raw)).get("ssl_check") == "1":  # Slack's certificate check: unsigned, answered empty
+            return self._reply(start_response, 200, b"")
+        if self.gate is not None:
+            refused = self._refusal(start_response, data, headers)
+            if refused is not None:
+                return refused
+        try:
+            request = bolt_request(
+                raw, str(environ.get("QUERY_STRING", "")), headers, api_url=self.bot.deps.settings.slack_api_url
+            )
+        except MalformedRequest as e:
+            log.warning("refused a malformed request from Slack: %s", e)
+            return self._reply(start_response, 400, f"malformed request: {e}\n".encode())
+        response = self.bot.app.dispatch(request)
         body = response.body.encode() if isinstance(response.body, str) else bytes(response.body or b"")
         out_headers = [
             (k, v) for k, values in response.headers.items() for v in values if k.lower() != "content-length"
@@ -92,24 +139,93 @@ class Web:
         start_response(f"{response.status} {_REASONS.get(response.status, '')}".strip(), out_headers)
         return [body]
 
+    def _refusal(
+        self, start_response: StartResponse, data: bytes, headers: dict[str, str | Sequence[str]]
+    ) -> Iterable[bytes] | None:
+        """The answer to a request that is not let in (None when it is)."""
+        assert self.gate is not None
+        timestamp, signature = headers.get("x-slack-request-timestamp"), headers.get("x-slack-signature")
+        verdict = self.gate.check(
+            data, timestamp if isinstance(timestamp, str) else None, signature if isinstance(signature, str) else None
+        )
+        if verdict is Verdict.ACCEPTED:
+            return None
+        if verdict is Verdict.UNAVAILABLE:
+            return self._reply(start_response, 503, b"try again later\n")
+        if verdict is Verdict.REPLAYED and "x-slack-retry-num" in headers:
+            # Slack's own retry of a delivery that was let in already: done, and no more retries please
+            log.info("a retried delivery arrived with the same signature as one let in; ignored")
+            return self._reply(start_response, 200, b"", extra=[("X-Slack-No-Retry", "1")])
+        log.warning("refused a request from Slack: %s", "replayed" if verdict is Verdict.REPLAYED else "bad signature")
+        error = "replayed request" if verdict is Verdict.REPLAYED else "invalid request"
+        return self._reply(start_response, 401, json.dumps({"error": error}).encode(), "application/json")
+
     @staticmethod
-    def _reply(start_response: StartResponse, status: int, body: bytes, kind: str = "text/plain") -> Iterable[bytes]:
+    def _reply(
+        start_response: StartResponse,
+        status: int,
+        body: bytes,
+        kind: str = "text/plain",
+        *,
+        extra: Sequence[tuple[str, str]] = (),
+    ) -> Iterable[bytes]:
         start_response(
-            f"{status} {_REASONS.get(status, '')}", [("Content-Type", kind), ("Content-Length", str(len(body)))]
+            f"{status} {_REASONS.get(status, '')}",
+            [("Content-Type", kind), ("Content-Length", str(len(body))), *extra],
         )
         return [body]
 
 
-def serve(bot: Bot, *, port: int, app_token: str | None, host: str = "0.0.0.0", threads: int = 16) -> None:  # noqa: S104
-    """Run until SIGTERM or SIGINT. Socket Mode when `app_token` is given, HTTP otherwise."""
+# slack_sdk's builtin client reads a WebSocket message by recursing once per read of this many bytes:
+# with its default of 1 KiB, an envelope of about a megabyte ends in a RecursionError, the connection
+# is lost, and Slack sends the envelope again (and again). 64 KiB reads take envelopes 64 times larger.
+SOCKET_RECEIVE_BUFFER = 64 * 1024
+
+
+def guard_envelopes(client: Any, *, api_url: str) -> None:
+    """Check every Socket Mode envelope's payload for Slack's shape before the client's listeners (the
+    Bolt handler) see it: one of another shape is acknowledged, so that it is not sent again, and
+    dropped with a log line, where Bolt would raise building its request and never acknowledge it.
+    Also reads large envelopes whole (SOCKET_RECEIVE_BUFFER); call it before the client connects."""
+    client.receive_buffer_size = max(int(getattr(client, "receive_buffer_size", 0) or 0), SOCKET_RECEIVE_BUFFER)
+    listeners = list(client.socket_mode_request_listeners)
+
+    def checked(client: Any, req: Any) -> None:
+        problem = shapes.problem(req.payload, api_url=api_url)
+        if problem is None:
+            try:
+                for listener in listeners:
+                    listener(client, req)
+                return
+            except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:  # what the check missed
+                problem = f"unreadable payload ({e.__class__.__name__})"
+        log.warning("refused a malformed Socket Mode envelope (%s): %s", req.type, problem)
+        client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+
+    client.socket_mode_request_listeners[:] = [checked]
+
+
+def serve(
+    bot: Bot,
+    *,
+    port: int,
+    app_token: str | None,
+    host: str = "0.0.0.0",  # noqa: S104
+    threads: int = 16,
+    ping_interval: float = 2.0,
+    stale_after: float = 6.0,
+) -> None:
+    """Run until SIGTERM or SIGINT. Socket Mode when `app_token` is given (pinging every
+    `ping_interval`, replacing a connection silent for `stale_after` seconds), HTTP otherwise."""
     # hand the interpreter lock over more often than the default 5 ms, so that a request thread
     # waiting to send an acknowledgement is not held up by diagnoses parsing JSON
     sys.setswitchinterval(0.0005)
     handler: Any = None
     if app_token:
-        from slack_bolt.adapter.socket_mode import SocketModeHandler
+        from bot.slack.socket_mode import SocketModeHandler
 
-        handler = SocketModeHandler(bot.app, app_token)
+        handler = SocketModeHandler(bot.app, app_token, ping_interval=ping_interval, stale_after=stale_after)
+        guard_envelopes(handler.client, api_url=bot.deps.settings.slack_api_url)
         handler.connect()
 
     def ready() -> bool:

@@ -15,6 +15,7 @@ from bot.store.audit import AuditLog
 from bot.store.backups import BackupRepository
 from bot.store.digests import DigestRunRepository
 from bot.store.remediation import RequestRepository
+from bot.store.replays import SeenRequestRepository
 from bot.store.repositories import DiagnosisRepository, IncidentRepository
 
 
@@ -72,6 +73,7 @@ class UnitOfWork:
         self.backups = BackupRepository(session)
         self.requests = RequestRepository(session)
         self.digests = DigestRunRepository(session)
+        self.seen_requests = SeenRequestRepository(session)
 
     def flush(self) -> None:
         self.session.flush()

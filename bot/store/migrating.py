@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib import metadata
 from pathlib import Path
 
 from alembic import command
@@ -17,13 +18,37 @@ from bot.store.database import make_engine, redact_url
 FILE_TEMPLATE = "%%(year)d_%%(month).2d_%%(day).2d_%%(rev)s_%%(slug)s"
 
 
+# where a wheel puts its copy of migrations/, below the installation prefix (pyproject.toml, data-files)
+INSTALLED_MIGRATIONS = "share/nsstuck/migrations"
+
+
 def migrations_dir() -> Path:
-    """Where the Alembic environment lives: $NSSTUCK_MIGRATIONS_DIR, or `migrations/` beside `bot/`."""
+    """Where the Alembic environment lives: $NSSTUCK_MIGRATIONS_DIR; in a checkout (or an editable
+    install), `migrations/` beside `bot/`; in an installed wheel (the container image), the copy the
+    wheel installed under its prefix."""
     override = os.environ.get("NSSTUCK_MIGRATIONS_DIR")
-    path = Path(override) if override else Path(__file__).resolve().parents[2] / "migrations"
+    checkout = Path(__file__).resolve().parents[2]
+    if override:
+        path = Path(override)
+    elif (checkout / "alembic.ini").is_file() and (checkout / "migrations" / "env.py").is_file():
+        path = checkout / "migrations"
+    else:
+        path = _installed_migrations() or checkout / "migrations"
     if not (path / "env.py").is_file():
         raise ConfigError("environment", "NSSTUCK_MIGRATIONS_DIR", f"no Alembic environment (env.py) in {path}")
     return path
+
+
+def _installed_migrations() -> Path | None:
+    """The migrations a wheel of nsstuck installed, wherever its prefix is (venv, --user, --prefix)."""
+    try:
+        distribution = metadata.distribution("nsstuck")
+    except metadata.PackageNotFoundError:
+        return None
+    for file in distribution.files or ():
+        if file.as_posix().endswith(f"{INSTALLED_MIGRATIONS}/env.py"):
+            return Path(str(distribution.locate_file(file))).resolve().parent
+    return None
 
 
 def alembic_config(url: str) -> Config:

@@ -295,3 +295,16 @@ class DigestRun(Base):
     # the message as built, so that a post that failed can be retried as it was
     message: Mapped[dict[str, Any] | None] = mapped_column(JsonDoc)
     error: Mapped[str | None] = mapped_column(String(500))
+
+
+class SeenRequest(Base):
+    """A signed request from Slack that was let in, by its signature, until it is too old to be
+    accepted anyway: a second request with the same signature is a replay, whichever replica gets it."""
+
+    __tablename__ = "seen_requests"
+    __table_args__ = (Index(None, "request_ts"),)
+
+    # "v0=" and 64 hex digits; an HMAC over the timestamp and the body, so it names the pair
+    signature: Mapped[str] = mapped_column(String(80), primary_key=True)
+    request_ts: Mapped[int] = mapped_column(BigInteger)  # X-Slack-Request-Timestamp, epoch seconds
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)

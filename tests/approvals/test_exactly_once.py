@@ -55,7 +55,7 @@ def test_twenty_concurrent_approvals_on_two_replicas_apply_the_change_once(
         row = flow.wait_status(request["id"], "applied", "failed", "stale", timeout=30)
         assert row["status"] == "applied", row["status_reason"]
         # and a retried delivery of one of the clicks, after the fact, changes nothing either
-        assert second.driver.replay(deliveries[0]).status == 200
+        assert second.driver.resend(deliveries[0]).status == 200
         flow.wait_thread(f"Remediation #{request['id']}: Done")
 
         events = Counter(flow.audit(request["id"]))

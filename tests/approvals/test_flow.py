@@ -88,7 +88,7 @@ def test_a_reject_ends_the_request_and_later_approvals_are_refused(
         flow.wait_thread("rejected by")
         assert "Approve" not in slack_emulator.render(flow.request_message(request["id"]))  # no buttons left
         # a click on a stale rendering (or a retried delivery) arrives after the rejection
-        assert flow.bot.driver.replay(bobs_click).status == 200
+        assert flow.bot.driver.resend(bobs_click).status == 200
         assert "was rejected" in flow.ephemeral(BOB, "rejected")
         assert flow.audit(request["id"]) == ["requested", "approved", "rejected"]
 

@@ -101,7 +101,12 @@ def test_force_finalize_needs_two_approvals_whatever_the_cluster_says(
         flow.vote(request["id"], BOB)
         flow.slack.wait_for(lambda: "approved" in flow.audit(request["id"]) or None, timeout=10)
         assert flow.request_row(request["id"])["status"] == "pending"
-        assert "1 of 2" in slack_emulator.render(flow.request_message(request["id"]))
+        # the message is redrawn after the vote is committed (and audited): wait for it
+        flow.slack.wait_for(
+            lambda: "1 of 2" in slack_emulator.render(flow.request_message(request["id"])) or None,
+            timeout=10,
+            message="the request message does not show 1 of 2 approvals",
+        )
 
         flow.vote(request["id"], BOB)  # a second click by the same person does not count twice
         assert "decided on this request already" in flow.ephemeral(BOB, "already")

@@ -200,7 +200,7 @@ def test_a_late_namespaced_list_is_a_gap_in_that_namespace_only(cluster: Cluster
 
     together = cluster.collector(CollectOptions(deadline=1.5, call_timeout=5)).collect_many(["slow", "fast"])
 
-    assert [(g.what, g.reason) for g in together["slow"].gaps] == [("list configmaps", "timeout")]
+    assert [(g.what, g.reason) for g in together["slow"].gaps] == [("list configmaps in slow", "timeout")]
     assert together["fast"].complete
     assert together["fast"].objects("configmaps")
 

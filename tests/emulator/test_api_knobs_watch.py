@@ -65,6 +65,22 @@ def test_fault_injection(emu: Emulator, admin: Raw, user: Raw) -> None:
         user.get("/api/v1/secrets")
 
 
+def test_faults_by_query_and_in_alternation(emu: Emulator, user: Raw) -> None:
+    paged = emu.knobs.inject_fault(r"^GET /api/v1/nodes$", 500, query=r"(^|&)continue=")
+    assert user.get("/api/v1/nodes?limit=1").status == 200  # the path alone does not match
+    assert user.get("/api/v1/nodes?limit=1&continue=abc").status == 500
+    assert (paged.seen, paged.hits) == (1, 1)
+    emu.knobs.clear()
+    flapping = emu.knobs.inject_fault(r"^GET /apis/apps/v1$", 503, every=2)
+    assert [user.get("/apis/apps/v1").status for _ in range(4)] == [503, 200, 503, 200]
+    assert (flapping.seen, flapping.hits) == (4, 2)
+    emu.knobs.clear()
+    emu.knobs.inject_fault(r"^GET /apis/apps/v1$", 503, every=2, skip=1, times=1)
+    assert [user.get("/apis/apps/v1").status for _ in range(4)] == [200, 503, 200, 200]
+    with pytest.raises(ValueError, match="every must be at least 1"):
+        emu.knobs.inject_fault(r"^GET /$", 500, every=0)
+
+
 def test_forbid_answers_like_rbac(emu: Emulator, admin: Raw, user: Raw) -> None:
     make_ns(admin, "x")
     emu.knobs.forbid("pods")

@@ -54,8 +54,10 @@ def running_bot(
     *,
     socket_mode: bool = False,
     extra_env: dict[str, str] | None = None,
+    database: str | None = None,
 ) -> Iterator[Running]:
-    """`nsstuck serve` as a child process against the two emulators, stopped with SIGTERM (must exit 0)."""
+    """`nsstuck serve` as a child process against the two emulators, stopped with SIGTERM (must exit 0);
+    on a SQLite file in `tmp_path` unless a `database` URL is given."""
     _namespace(kube_emulator, "ddd", delete=True)
     kube_emulator.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
     (tmp_path / "nsstuck.yaml").write_text(
@@ -69,7 +71,7 @@ def running_bot(
         "users: [{name: u, user: {token: kube-secret-token-777}}]\n"
         "contexts: [{name: gone, context: {cluster: gone, user: u}}]\n"
     )
-    database = f"sqlite:///{tmp_path / 'bot.db'}"
+    database = database or f"sqlite:///{tmp_path / 'bot.db'}"
     migrating.upgrade(database)
     with serve_process(
         slack_emulator, tmp_path / "nsstuck.yaml", database, tmp_path, socket_mode=socket_mode, extra_env=extra_env

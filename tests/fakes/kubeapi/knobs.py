@@ -30,7 +30,16 @@ class FaultRule:
     headers: dict[str, str]
     times: int | None
     reset_connection: bool
-    hits: int = 0
+    query: re.Pattern[str] | None = None
+    every: int = 1
+    skip: int = 0
+    hits: int = 0  # requests answered with the fault
+    seen: int = 0  # matching requests, faulted or let through
+
+    def takes(self) -> bool:
+        """Whether the matching request just seen (counted in ``seen``) gets the fault."""
+        n = self.seen - 1 - self.skip  # 0 for the first request after the skipped ones
+        return n >= 0 and n % self.every == 0
 
 
 @dataclass
@@ -76,9 +85,31 @@ class Knobs:
         headers: dict[str, str] | None = None,
         times: int | None = None,
         reset_connection: bool = False,
+        *,
+        query: str | None = None,
+        every: int = 1,
+        skip: int = 0,
     ) -> FaultRule:
-        """Answer matching requests ("METHOD /path" regex search) with ``status`` (``times`` times, or forever)."""
-        rule = FaultRule(re.compile(match), status, body, dict(headers or {}), times, reset_connection)
+        """Answer matching requests ("METHOD /path" regex search) with ``status`` (``times`` times, or forever).
+
+        ``query`` also requires a regex search to match the raw query string (``continue=`` for the
+        pages after the first of a list). Of the matching requests, the first ``skip`` pass, and then
+        every ``every``-th one gets the fault starting with the first: ``every=2`` alternates fault,
+        answer, fault, ... and ``every=2, skip=1`` answer, fault, answer, ...
+        """
+        if every < 1 or skip < 0:
+            raise ValueError("every must be at least 1 and skip at least 0")
+        rule = FaultRule(
+            re.compile(match),
+            status,
+            body,
+            dict(headers or {}),
+            times,
+            reset_connection,
+            re.compile(query) if query is not None else None,
+            every,
+            skip,
+        )
         with self._lock:
             self.fault_rules.append(rule)
         return rule
@@ -102,12 +133,16 @@ class Knobs:
                 total = max(total, rule.ms)
         return total / 1000.0
 
-    def fault_for(self, line: str) -> FaultRule | None:
+    def fault_for(self, line: str, query: str = "") -> FaultRule | None:
+        """The fault for a request ("METHOD /path" and its raw query string), if one takes it."""
         with self._lock:
             for rule in self.fault_rules:
                 if rule.times is not None and rule.hits >= rule.times:
                     continue
-                if rule.match.search(line):
+                if not rule.match.search(line) or (rule.query is not None and not rule.query.search(query)):
+                    continue
+                rule.seen += 1
+                if rule.takes():
                     rule.hits += 1
                     return rule
         return None

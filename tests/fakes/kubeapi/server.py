@@ -87,6 +87,7 @@ class RequestState:
     query_lists: dict[str, list[str]]
     headers: Any
     body: bytes
+    raw_query: str = ""
     user: str = ""
     admin: bool = False
     extra_headers: dict[str, str] = field(default_factory=dict)
@@ -189,7 +190,7 @@ class Handler(BaseHTTPRequestHandler):
             lists = parse_qs(parts.query, keep_blank_values=True)
             query = {k: v[0] for k, v in lists.items()}
             body = self._read_body()
-            req = RequestState(method, parts.path, query, lists, self.headers, body)
+            req = RequestState(method, parts.path, query, lists, self.headers, body, parts.query)
             self._dispatch(req)
         except ApiError as err:
             self._send_error(err)
@@ -232,7 +233,7 @@ class Handler(BaseHTTPRequestHandler):
             delay = self.emu.knobs.delay_for(line)
             if delay > 0:
                 time.sleep(delay)
-            fault = self.emu.knobs.fault_for(line)
+            fault = self.emu.knobs.fault_for(line, req.raw_query)
             if fault is not None:
                 if fault.reset_connection:
                     self._reset()

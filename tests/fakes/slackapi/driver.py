@@ -19,7 +19,7 @@ from typing import Any, Literal
 from urllib.parse import urlencode
 
 from .payloads import PayloadBuilder, parse_ack_body
-from .socketmode import Ack, SocketModeServer
+from .socketmode import Ack, SocketConnection, SocketModeServer
 
 Signing = Literal["valid", "forged", "stale", "future", "unsigned", "tampered"]
 STALE_SECONDS = 400
@@ -132,6 +132,18 @@ class HttpDriver:
         request = previous.request if isinstance(previous, Delivery) else previous
         return self.send(request)
 
+    def resend(self, previous: Delivery | SignedRequest, *, extra_headers: dict[str, str] | None = None) -> Delivery:
+        """Sends the same body again, signed anew with a later timestamp: what Slack does when it retries
+        an event, and what a click on a stale rendering of a message amounts to (not a replay)."""
+        request = previous.request if isinstance(previous, Delivery) else previous
+        headers = {k: v for k, v in request.headers.items() if not k.lower().startswith("x-slack-")}
+        before = int(request.headers.get("X-Slack-Request-Timestamp", "0"))
+        timestamp = str(max(int(self.now()), before + 1))
+        headers["X-Slack-Request-Timestamp"] = timestamp
+        headers["X-Slack-Signature"] = slack_signature(self.signing_secret, timestamp, request.body)
+        headers.update(extra_headers or {})
+        return self.send(SignedRequest(request.url, request.body, headers, request.payload, request.kind))
+
     def post_form(self, fields: dict[str, str], *, signing: Signing = "valid", kind: str = "raw") -> Delivery:
         body = urlencode(fields)
         return self.send(
@@ -232,11 +244,18 @@ class SocketModeDriver:
         return self.server.request(kind, payload, timeout=self.timeout if timeout is None else timeout, **kwargs)
 
     def slash_command(
-        self, command: str, text: str = "", *, user: str, channel: str, timeout: float | None = None
+        self,
+        command: str,
+        text: str = "",
+        *,
+        user: str,
+        channel: str,
+        timeout: float | None = None,
+        connection: SocketConnection | int | None = None,
     ) -> Ack:
-        return self._send(
-            "slash_commands", dict(self.builder.slash_command(command, text, user=user, channel=channel)), timeout
-        )
+        """On `connection`, or the newest open one."""
+        payload = dict(self.builder.slash_command(command, text, user=user, channel=channel))
+        return self._send("slash_commands", payload, timeout, connection=connection)
 
     def click(
         self,

@@ -338,8 +338,10 @@ class PayloadBuilder:
     def apply_ack(self, payload: JSON, body: Any) -> None:
         """What Slack does with the bot's ack: ``body`` is the parsed response (dict), text (str) or None."""
         if body is None or body in ("", {}):
-            if payload.get("type") == "view_submission":
-                self.state.close_top_modal(payload["user"]["id"])
+            user = payload.get("user")
+            # (a payload Slack would never send, as tests of hostile input do, closes nothing)
+            if payload.get("type") == "view_submission" and isinstance(user, dict) and isinstance(user.get("id"), str):
+                self.state.close_top_modal(user["id"])
             return
         if "command" in payload:
             hook = self.state.hook_for_url(payload.get("response_url"))

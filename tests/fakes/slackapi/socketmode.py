@@ -365,6 +365,17 @@ class SocketModeServer:
             with contextlib.suppress(NotConnected):
                 self.drop(conn)
 
+    def silence(self, connection: SocketConnection | int | None = None) -> SocketConnection:
+        """The network path goes dead without a FIN or RST: nothing the client sends is read or answered
+        (no pongs), nothing more is sent to it, and the TCP connection stays up. Only the client's pings
+        can tell."""
+        conn = self._pick(connection)
+        ws = conn.ws
+        assert ws is not None
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(ws.transport.pause_reading)
+        return conn
+
     def drop(self, connection: SocketConnection | int | None = None) -> SocketConnection:
         """Cuts the TCP connection without a close frame (what a network failure looks like)."""
         conn = self._pick(connection)

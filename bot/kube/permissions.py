@@ -1,0 +1,63 @@
+"""The Kubernetes permissions diagnosis needs: exactly what `bot.kube.collecting` reads, and nothing
+that writes. Per purpose, the rules that allow it.
+
+The Helm chart's read-only ClusterRole (helm/nsstuck/templates/rbac-read.yaml) is written by hand from
+this table, with a comment per rule; a test holds the two equal, and another runs diagnoses and
+scans against the test API server and checks every request they make against this table. The
+writes of remediation are `bot.remediation.permissions`.
+
+The one broad rule is `list` on every resource: the namespace controller waits for every namespaced
+type (custom resources included, types installed after nsstuck too) to be empty, so the evidence of
+what remains has to list them all. RBAC cannot narrow a `list` to metadata, so this includes reading
+Secrets in a terminating namespace. The narrower rules after it are covered by it; they stay so that
+each read says what it is for, and keep working if an operator removes the broad rule (diagnoses
+then report the types they could not list as gaps).
+"""
+
+from __future__ import annotations
+
+from bot.domain.access import Request, Rule, allowed_by, parse_request, unique
+
+READS: dict[str, tuple[Rule, ...]] = {
+    # the namespace under diagnosis (and its follow-ups), and the scan of every namespace for digests
+    "namespaces": (Rule(("",), ("namespaces",), ("get", "list")),),
+    # every namespaced type in the terminating namespace: what NamespaceContentRemaining counts
+    "namespace contents": (Rule(("*",), ("*",), ("list",)),),
+    # discovery: which group versions serve and which fail (most clusters grant it to every
+    # authenticated user through system:discovery already)
+    "discovery": (Rule(non_resource_urls=("/api", "/api/*", "/apis", "/apis/*"), verbs=("get",)),),
+    # aggregated APIs whose outage blocks namespace deletion
+    "aggregated APIs": (Rule(("apiregistration.k8s.io",), ("apiservices",), ("list",)),),
+    # admission webhooks that may fail closed on deletes
+    "admission webhooks": (
+        Rule(
+            ("admissionregistration.k8s.io",),
+            ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
+            ("list",),
+        ),
+    ),
+    # the types of a group whose discovery fails, and conversion webhooks
+    "custom resource definitions": (Rule(("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list",)),),
+    # which controller (if any) still runs for a finalizer or a webhook
+    "controllers": (Rule(("apps",), ("deployments", "statefulsets", "daemonsets"), ("list",)),),
+    # the Service behind an APIService or a webhook, its endpoints and its pods
+    "backends": (
+        Rule(("",), ("services", "endpoints"), ("get",)),
+        Rule(("discovery.k8s.io",), ("endpointslices",), ("list",)),
+        Rule(("",), ("pods",), ("list",)),
+    ),
+    # the node of a pod that is being deleted: gone, or NotReady?
+    "nodes": (Rule(("",), ("nodes",), ("get",)),),
+}
+
+READ_PERMISSIONS: tuple[Rule, ...] = unique(rule for rules in READS.values() for rule in rules)
+
+
+def read_allowed(method: str, path: str, query: str = "") -> bool:
+    """Whether the read-only permissions allow this request."""
+    return allowed_by(READ_PERMISSIONS, parse_request(method, path, query))
+
+
+def rules_used_by(request: Request) -> tuple[Rule, ...]:
+    """The rules of READ_PERMISSIONS that allow a request (a test checks each rule is needed)."""
+    return tuple(rule for rule in READ_PERMISSIONS if rule.allows_request(request))

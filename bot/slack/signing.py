@@ -1,0 +1,104 @@
+"""Who may talk to the bot over HTTP: requests that Slack signed, recently, and that were not seen before.
+
+Bolt checks the signature and the five-minute window, and nothing else: the same signed request,
+sent again within the window, runs again (tests/slack_emulator/test_bolt_http.py). So every request
+is checked here first, and the signature of each one let in is recorded in the database, shared by
+every replica, until it is too old to be accepted anyway. A second request with a signature on record
+is a replay and is refused.
+
+Slack's own repeats are not replays. Commands and clicks are never retried, and a second click is
+a new payload (its own action_ts and trigger_id). A retried Events API delivery (X-Slack-Retry-Num)
+is a new request signed when it is sent: the last retry comes about five minutes after the first
+try, where the first timestamp would already be refused as stale, so it carries its own timestamp
+and passes. Should a byte-identical retry come all the same, it is a duplicate of a delivery that
+was let in already: the door answers it 200 with X-Slack-No-Retry, and it does nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from bot.store.database import Database
+
+log = logging.getLogger(__name__)
+
+# at most this many signatures remembered in memory before the expired ones are dropped
+_HERE_LIMIT = 100_000
+
+WINDOW_SECONDS = 300  # Slack's tolerance for X-Slack-Request-Timestamp, both ways (as in Bolt)
+PRUNE_SECONDS = 60  # how often a process forgets the signatures that are past the window
+_MARGIN_SECONDS = 60  # kept a little past the window, for clocks that disagree a little
+
+
+class Verdict(enum.Enum):
+    ACCEPTED = "accepted"
+    INVALID = "invalid"  # unsigned, badly signed, stale or from the future
+    REPLAYED = "replayed"  # signed and fresh, but this very request was let in before
+    UNAVAILABLE = "unavailable"  # not said by the checker any more (the database down: checked in memory)
+
+
+def signature_of(secret: str, timestamp: str, body: bytes) -> str:
+    """Slack's request signature: `v0=` and HMAC-SHA256 of `v0:<timestamp>:<raw body>`."""
+    base = b"v0:" + timestamp.encode() + b":" + body
+    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+
+
+class RequestGate:
+    """Checks a raw request's signature and freshness, then records it so that it is let in once."""
+
+    def __init__(self, signing_secret: str, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+        self._secret = signing_secret
+        self._db = db
+        self._clock = clock
+        self._next_prune = 0.0
+        self._prune_lock = threading.Lock()
+        self._here: dict[str, int] = {}
+        self._here_pruned = 0.0
+
+    def check(self, body: bytes, timestamp: str | None, signature: str | None) -> Verdict:
+        if not timestamp or not signature or len(timestamp) > 12 or not (timestamp.isascii() and timestamp.isdigit()):
+            return Verdict.INVALID
+        now = self._clock()
+        signed_at = int(timestamp)
+        if abs(now - signed_at) > WINDOW_SECONDS:
+            return Verdict.INVALID
+        expected = signature_of(self._secret, timestamp, body)
+        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
+            return Verdict.INVALID
+        try:
+            with self._db.unit_of_work() as uow:
+                if self._prune_due(now):
+                    uow.seen_requests.prune(int(now) - WINDOW_SECONDS - _MARGIN_SECONDS)
+                first = uow.seen_requests.first_sighting(signature, signed_at)
+        except Exception as e:  # the database is down or restarting: this process's own record decides
+            log.warning("cannot record a request's signature (%s); checked by this replica only", type(e).__name__)
+            first = self._first_here(signature, signed_at, now)
+        else:
+            self._first_here(signature, signed_at, now)
+        return Verdict.ACCEPTED if first else Verdict.REPLAYED
+
+    def _first_here(self, signature: str, signed_at: int, now: float) -> bool:
+        """This process's record of the signatures let in within the window: what stands between a replay
+        and the bot while the database is unavailable (commands keep working through a restart of it)."""
+        with self._prune_lock:
+            if len(self._here) > _HERE_LIMIT or now >= self._here_pruned + PRUNE_SECONDS:
+                cutoff = now - WINDOW_SECONDS - _MARGIN_SECONDS
+                self._here = {k: v for k, v in self._here.items() if v >= cutoff}
+                self._here_pruned = now
+            if signature in self._here:
+                return False
+            self._here[signature] = signed_at
+            return True
+
+    def _prune_due(self, now: float) -> bool:
+        with self._prune_lock:
+            if now < self._next_prune:
+                return False
+            self._next_prune = now + PRUNE_SECONDS
+            return True

@@ -1,0 +1,32 @@
+"""The signatures of the Slack requests let in, shared by every replica, so that a replay is refused
+wherever it lands. The primary key does the deciding: of two inserts of one signature, one wins."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from bot.store.models import SeenRequest, utcnow
+
+
+class SeenRequestRepository:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def first_sighting(self, signature: str, request_ts: int) -> bool:
+        """Record `signature`; True when it was not on record (the request is new), False for a replay."""
+        insert = pg_insert if self._session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        statement = (
+            insert(SeenRequest)
+            .values(signature=signature, request_ts=request_ts, seen_at=utcnow())
+            .on_conflict_do_nothing(index_elements=["signature"])
+            .returning(SeenRequest.signature)
+        )
+        return self._session.execute(statement).scalar_one_or_none() is not None
+
+    def prune(self, before_ts: int) -> int:
+        """Forget the requests signed before `before_ts` (epoch seconds); how many were forgotten."""
+        result = self._session.execute(delete(SeenRequest).where(SeenRequest.request_ts < before_ts))
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,170 @@
+{{/* Names and labels */}}
+{{- define "nsstuck.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "nsstuck.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nsstuck.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nsstuck.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The pods of `nsstuck serve` (the migration Job's pods are not theirs: no traffic, no budget). */}}
+{{- define "nsstuck.serverSelectorLabels" -}}
+{{ include "nsstuck.selectorLabels" . }}
+app.kubernetes.io/component: server
+{{- end -}}
+
+{{- define "nsstuck.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "nsstuck.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "nsstuck.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "nsstuck.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nsstuck.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+The database: "postgresql" (a URL in values), "external" (an existing Secret: PostgreSQL, the chart
+cannot read it) or "sqlite" (a sqlite URL, or nothing: a file on the pod's volume).
+*/}}
+{{- define "nsstuck.databaseEngine" -}}
+{{- $db := .Values.database -}}
+{{- if $db.existingSecret -}}
+external
+{{- else if not $db.url -}}
+sqlite
+{{- else if hasPrefix "postgresql" $db.url -}}
+postgresql
+{{- else if hasPrefix "sqlite" $db.url -}}
+sqlite
+{{- else -}}
+{{- fail "database.url: nsstuck supports PostgreSQL (postgresql+psycopg://user:password@host:5432/db) and, for one replica, SQLite" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nsstuck.sqliteUrl" -}}
+sqlite:////var/lib/nsstuck/nsstuck.db
+{{- end -}}
+
+{{- define "nsstuck.kubeconfigDir" -}}
+/etc/nsstuck/kubeconfigs
+{{- end -}}
+
+{{/* Where the config file is mounted, and its path (NSSTUCK_CONFIG). */}}
+{{- define "nsstuck.configDir" -}}
+/etc/nsstuck/config
+{{- end -}}
+
+{{/*
+Refusals: what the chart will not install, said in one line each. Included by the Deployment, so
+that `helm template` and `helm install` both stop on them.
+*/}}
+{{- define "nsstuck.validate" -}}
+{{- $engine := include "nsstuck.databaseEngine" . -}}
+{{- if and (eq $engine "sqlite") (gt (int .Values.replicaCount) 1) -}}
+{{- fail (printf "replicaCount is %d but the database is SQLite, which one replica only may use: set database.url or database.existingSecret to a PostgreSQL database" (int .Values.replicaCount)) -}}
+{{- end -}}
+{{- if and .Values.database.url .Values.database.existingSecret -}}
+{{- fail "database: set either url or existingSecret, not both" -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range .Values.kubeconfigs -}}
+{{- if not .name -}}
+{{- fail "kubeconfigs: every entry needs a name (it becomes the directory /etc/nsstuck/kubeconfigs/<name>)" -}}
+{{- end -}}
+{{- if not (regexMatch "^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$" .name) -}}
+{{- fail (printf "kubeconfigs: name %q must be lower-case letters, digits and '-' (at most 40)" .name) -}}
+{{- end -}}
+{{- if has .name $names -}}
+{{- fail (printf "kubeconfigs: name %q is listed twice" .name) -}}
+{{- end -}}
+{{- if eq (empty .existingSecret) (empty .content) -}}
+{{- fail (printf "kubeconfigs: %q needs either existingSecret or content" .name) -}}
+{{- end -}}
+{{- $names = append $names .name -}}
+{{- end -}}
+{{- $dir := printf "%s/" (include "nsstuck.kubeconfigDir" .) -}}
+{{- range $i, $cluster := .Values.config.clusters -}}
+{{- $path := toString (default "" $cluster.kubeconfig) -}}
+{{- if hasPrefix $dir $path -}}
+{{- $name := index (splitList "/" (trimPrefix $dir $path)) 0 -}}
+{{- if not (has $name $names) -}}
+{{- fail (printf "config.clusters[%d].kubeconfig %s: no kubeconfigs entry is named %q" $i $path $name) -}}
+{{- end -}}
+{{- end -}}
+{{- if and $cluster.in_cluster (not $.Values.remediation.enabled) (eq (toString $cluster.remediation) "true") -}}
+{{- fail (printf "config.clusters[%d] (%s) is in_cluster with remediation: true, but remediation.enabled is false: the chart grants no write permission; enable both or neither" $i $cluster.name) -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.remediation.enabled -}}
+{{- if not .Values.remediation.finalizerResources -}}
+{{- fail "remediation.finalizerResources is empty: list the resources whose finalizers nsstuck may remove, or [\"*\"]" -}}
+{{- end -}}
+{{- range .Values.remediation.finalizerResources -}}
+{{- if not (regexMatch "^(\\*|[a-z0-9][a-z0-9-]*)(\\.[a-z0-9][a-z0-9.-]*)?$" .) -}}
+{{- fail (printf "remediation.finalizerResources: %q is not \"*\", RESOURCE, RESOURCE.GROUP or *.GROUP" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The config file. A cluster nsstuck runs in gets `remediation: false` unless the chart grants the
+remediation ClusterRole (remediation.enabled), so that it offers no button it could not carry out.
+*/}}
+{{- define "nsstuck.configFile" -}}
+{{- $config := deepCopy .Values.config -}}
+{{- $clusters := list -}}
+{{- range $config.clusters -}}
+{{- $cluster := . -}}
+{{- if and .in_cluster (not $.Values.remediation.enabled) -}}
+{{- $cluster = set $cluster "remediation" false -}}
+{{- end -}}
+{{- $clusters = append $clusters $cluster -}}
+{{- end -}}
+{{- $_ := set $config "clusters" $clusters -}}
+{{- toYaml $config -}}
+{{- end -}}
+
+{{/* The finalizer rules of remediation: remediation.finalizerResources grouped by API group. */}}
+{{- define "nsstuck.finalizerRules" -}}
+{{- $groups := dict -}}
+{{- range .Values.remediation.finalizerResources -}}
+{{- $group := "*" -}}
+{{- $resource := "*" -}}
+{{- if ne . "*" -}}
+{{- $parts := splitn "." 2 . -}}
+{{- $resource = $parts._0 -}}
+{{- $group = default "" $parts._1 -}}
+{{- end -}}
+{{- $_ := set $groups $group (append (default (list) (get $groups $group)) $resource | uniq) -}}
+{{- end -}}
+{{- range $group := keys $groups | sortAlpha }}
+- apiGroups: [{{ $group | quote }}]
+  resources: [{{ range $i, $r := get $groups $group }}{{ if $i }}, {{ end }}{{ $r | quote }}{{ end }}]
+  verbs: [get, patch]
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,60 @@
+"""Each cluster fault, diagnosed over HTTP with a deadline: a partial report, on time, with the gap
+named, and never a force-finalize offered on partial evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.domain.findings import Action, Cause
+from tests.faults._support import (
+    CULPRIT_FAULTS,
+    DEADLINE,
+    FAULTS,
+    KIALIS,
+    MARGIN,
+    Cluster,
+    Fault,
+    assert_partial,
+    offered,
+)
+
+
+def test_without_faults_the_report_is_complete_and_offers_force_finalize(cluster: Cluster) -> None:
+    """The baseline that makes the absence of the offer below mean something."""
+    result, elapsed = cluster.diagnose()
+    diagnosis = result.diagnosis
+    assert diagnosis.complete is True, [str(g) for g in diagnosis.gaps]
+    assert diagnosis.cause is Cause.ORPHANED_FINALIZER
+    assert Action.FORCE_FINALIZE_NAMESPACE in offered(diagnosis)
+    assert elapsed < DEADLINE
+
+
+@pytest.mark.parametrize("fault", FAULTS, ids=str)
+def test_a_fault_beside_the_cause_leaves_the_cause_found(cluster: Cluster, fault: Fault) -> None:
+    fault.inject(cluster.emu)
+
+    result, elapsed = cluster.diagnose(**fault.options)
+
+    assert elapsed <= DEADLINE + MARGIN
+    diagnosis = result.diagnosis
+    assert_partial(diagnosis, fault)
+    assert diagnosis.cause is Cause.ORPHANED_FINALIZER
+    first = diagnosis.findings[0]
+    assert [(o.kind, o.name) for o in first.objects] == [("Kiali", "kiali")]
+    assert first.remedies[0].action is Action.REMOVE_FINALIZER
+
+
+@pytest.mark.parametrize("fault", CULPRIT_FAULTS, ids=str)
+def test_a_fault_on_the_blocking_objects_leaves_nothing_to_change(cluster: Cluster, fault: Fault) -> None:
+    fault.inject(cluster.emu)
+
+    result, elapsed = cluster.diagnose()
+
+    assert elapsed <= DEADLINE + MARGIN
+    diagnosis = result.diagnosis
+    assert_partial(diagnosis, fault)
+    assert KIALIS not in result.snapshot.contents
+    # the objects are unseen: no remedy may touch the cluster on the strength of this report
+    assert not [r.action for f in diagnosis.findings for r in f.remedies if r.action.changes_cluster]
+    assert diagnosis.cause is not None
+    assert diagnosis.findings[0].blocking
