@@ -124,16 +124,9 @@ def _by_kind(body: dict[str, Any]) -> str | None:
         container = body.get("container") or {}
         if container.get("type", "message") == "message" and not CHANNEL_ID.fullmatch(click_channel(body)):
             return "the click comes from no channel"
-        actions = body.get("actions")
-        if not isinstance(actions, list) or not actions:
-            return "`actions` is not a list of actions"
-        for action in actions:
-            if not isinstance(action, dict):
-                return "an action is not an object"
-            if not _id_ok(action.get("action_id")):
-                return "an action has no valid `action_id`"
-            if action.get("block_id") is not None and not _id_ok(action["block_id"]):
-                return "an action has an invalid `block_id`"
+        return _actions_problem(body.get("actions"), "action_id")
+    elif kind == "interactive_message":  # a button in a legacy attachment: Bolt reads `actions[0]` too
+        return _actions_problem(body.get("actions"), "name")
     elif kind == "event_callback":
         event = body.get("event")
         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
@@ -148,6 +141,19 @@ def _by_kind(body: dict[str, Any]) -> str | None:
         challenge = body.get("challenge")
         if not isinstance(challenge, str) or not 0 < len(challenge) <= MAX_CHALLENGE:
             return "`challenge` is not a short string"
+    return None
+
+
+def _actions_problem(actions: object, id_key: str) -> str | None:
+    if not isinstance(actions, list) or not actions:
+        return "`actions` is not a list of actions"
+    for action in actions:
+        if not isinstance(action, dict):
+            return "an action is not an object"
+        if not _id_ok(action.get(id_key)):
+            return f"an action has no valid `{id_key}`"
+        if action.get("block_id") is not None and not _id_ok(action["block_id"]):
+            return "an action has an invalid `block_id`"
     return None
 
 

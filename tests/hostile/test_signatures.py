@@ -198,10 +198,15 @@ def test_of_many_at_once_one_gets_in(database: Database) -> None:
     assert verdicts == Counter({Verdict.REPLAYED: 23, Verdict.ACCEPTED: 1})
 
 
-def test_without_its_database_the_gate_refuses(tmp_path: Path) -> None:
+def test_without_its_database_the_gate_still_refuses_a_replay_to_this_replica(tmp_path: Path) -> None:
+    """While the database is unavailable (here: never migrated), the process's own record decides."""
     database = Database(f"sqlite:///{tmp_path / 'never-migrated.db'}")  # no seen_requests table
     try:
-        assert RequestGate(SIGNING_SECRET, database).check(*signed(b"a=1", int(time.time()))) is Verdict.UNAVAILABLE
+        gate = RequestGate(SIGNING_SECRET, database)
+        request = signed(b"a=1", int(time.time()))
+        assert gate.check(*request) is Verdict.ACCEPTED
+        assert gate.check(*request) is Verdict.REPLAYED
+        assert gate.check(*signed(b"a=2", int(time.time()))) is Verdict.ACCEPTED
     finally:
         database.dispose()
 
