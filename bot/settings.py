@@ -529,6 +529,8 @@ class Settings(BaseSettings):
     remediation_follow_seconds: float = Field(
         default=900.0, gt=0, validation_alias="NSSTUCK_REMEDIATION_FOLLOW_SECONDS"
     )
+    # seconds an acknowledged diagnosis waits in memory for an unavailable database before the user is told
+    db_outage_seconds: float = Field(default=300.0, gt=0, le=3600, validation_alias="NSSTUCK_DB_OUTAGE_SECONDS")
     # Socket Mode: seconds between two pings, and without a pong after which the connection is taken
     # for dead and replaced (a connection cut without a close frame is noticed only this way)
     socket_ping_seconds: float = Field(default=2.0, ge=0.2, le=60, validation_alias="NSSTUCK_SOCKET_PING_SECONDS")

@@ -34,6 +34,7 @@ from bot.services.followup import open_incidents
 from bot.services.history import history
 from bot.services.recording import (
     PendingPost,
+    Recorded,
     attach_thread,
     claim_post,
     current_thread,
@@ -58,9 +59,6 @@ from bot.slack.text import code, escape
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
-
-# how long an acknowledged diagnosis waits in memory for the database to come back
-DB_OUTAGE_SECONDS = 300.0
 
 Diagnoser = Callable[[ClusterTarget, str], DiagnosisResult]
 
@@ -229,10 +227,11 @@ class Bot:
         if recorded is not None:
             self.deliver(recorded.run_id)
 
-    def _record_durably(self, result: DiagnosisResult, *, user: str, channel: str, respond: Respond) -> Any:
+    def _record_durably(self, result: DiagnosisResult, *, user: str, channel: str, respond: Respond) -> Recorded | None:
         """Record an acknowledged diagnosis, waiting out a database outage (a restart, a fail-over) for up
-        to `DB_OUTAGE_SECONDS`; the user is told if it lasts longer. None when it could not be recorded."""
-        deadline = time.monotonic() + DB_OUTAGE_SECONDS
+        to NSSTUCK_DB_OUTAGE_SECONDS; the user is told if it lasts longer. None when it could not be recorded."""
+        patience = self.deps.settings.db_outage_seconds
+        deadline = time.monotonic() + patience
         pause = 0.25
         told = False
         while True:
@@ -243,7 +242,7 @@ class Bot:
                     log.error(
                         "recording the diagnosis of %s failed for %ss: %s",
                         result.diagnosis.namespace,
-                        DB_OUTAGE_SECONDS,
+                        patience,
                         type(e).__name__,
                     )
                     respond(
@@ -255,7 +254,7 @@ class Bot:
                     log.warning("the database is unavailable (%s); retrying", type(e).__name__)
                     told = True
                 time.sleep(pause)
-                pause = min(pause * 2, 5.0)
+                pause = min(pause * 2, 5.0, max(0.05, deadline - time.monotonic()))
 
     # -- the outbox ------------------------------------------------------------------------------
 

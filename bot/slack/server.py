@@ -150,8 +150,6 @@ class Web:
         )
         if verdict is Verdict.ACCEPTED:
             return None
-        if verdict is Verdict.UNAVAILABLE:
-            return self._reply(start_response, 503, b"try again later\n")
         if verdict is Verdict.REPLAYED and "x-slack-retry-num" in headers:
             # Slack's own retry of a delivery that was let in already: done, and no more retries please
             log.info("a retried delivery arrived with the same signature as one let in; ignored")

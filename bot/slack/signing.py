@@ -12,6 +12,10 @@ is a new request signed when it is sent: the last retry comes about five minutes
 try, where the first timestamp would already be refused as stale, so it carries its own timestamp
 and passes. Should a byte-identical retry come all the same, it is a duplicate of a delivery that
 was let in already: the door answers it 200 with X-Slack-No-Retry, and it does nothing.
+
+While the database is unavailable (a restart, a fail-over), each replica's own memory of the
+signatures it let in decides, so that commands keep working; a replay sent to another replica in
+that time is not caught.
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ class Verdict(enum.Enum):
     ACCEPTED = "accepted"
     INVALID = "invalid"  # unsigned, badly signed, stale or from the future
     REPLAYED = "replayed"  # signed and fresh, but this very request was let in before
-    UNAVAILABLE = "unavailable"  # not said by the checker any more (the database down: checked in memory)
 
 
 def signature_of(secret: str, timestamp: str, body: bytes) -> str:

@@ -9,6 +9,7 @@ import sqlite3
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -135,8 +136,9 @@ class Hostile:
             assert response.status == 200
 
 
-@pytest.fixture(scope="package")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
+@contextmanager
+def bot_under_attack(workdir: Path, *, socket_mode: bool = False) -> Iterator[Flow]:
+    """The Slack and Kubernetes emulators and a remediation bot on them (HTTP or Socket Mode)."""
     with pytest.MonkeyPatch.context() as env:
         for name in ENV_TO_CLEAR:
             env.delenv(name, raising=False)
@@ -146,11 +148,17 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
         kube = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0, controllers=True)
         kube.start()
         try:
-            with remediation_bot(slack, kube, tmp_path_factory.mktemp("hostile")) as flow:
-                yield _prepared(flow)
+            with remediation_bot(slack, kube, workdir, socket_mode=socket_mode) as flow:
+                yield flow
         finally:
             kube.stop()
             slack.stop()
+
+
+@pytest.fixture(scope="package")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
+    with bot_under_attack(tmp_path_factory.mktemp("hostile")) as flow:
+        yield _prepared(flow)
 
 
 def _prepared(flow: Flow) -> Hostile:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 import urllib.request
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,20 +15,11 @@ from hypothesis import strategies as st
 
 from bot.slack import ids
 from bot.slack.shapes import problem
-from tests.approvals._flow import remediation_bot
-from tests.fakes.kubeapi import Emulator
-from tests.fakes.kubeapi.clock import FakeClock
-from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import (
     ALICE,
-    APP_TOKEN,
-    BOT_TOKEN,
-    ENV_TO_CLEAR,
     OPS_CHANNEL,
-    SIGNING_SECRET,
-    populate_workspace,
 )
-from tests.hostile.conftest import VISIBLE, Hostile
+from tests.hostile.conftest import VISIBLE, Hostile, bot_under_attack
 from tests.hostile.test_payloads import (
     COMMAND_FIELDS,
     DELETE,
@@ -46,20 +36,8 @@ small_garbage = st.one_of(json_values, st.integers(1_000, 50_000).map(lambda n: 
 
 @pytest.fixture(scope="module")
 def socket_bot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
-    with pytest.MonkeyPatch.context() as env:
-        for name in ENV_TO_CLEAR:
-            env.delenv(name, raising=False)
-        slack = SlackEmulator(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, app_token=APP_TOKEN)
-        populate_workspace(slack)
-        slack.start()
-        kube = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0, controllers=True)
-        kube.start()
-        try:
-            with remediation_bot(slack, kube, tmp_path_factory.mktemp("hostile-socket"), socket_mode=True) as flow:
-                yield Hostile(flow)
-        finally:
-            kube.stop()
-            slack.stop()
+    with bot_under_attack(tmp_path_factory.mktemp("hostile-socket"), socket_mode=True) as flow:
+        yield Hostile(flow)
 
 
 def click(hostile: Hostile, action: str, value: object) -> JSON:

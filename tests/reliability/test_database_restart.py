@@ -99,3 +99,28 @@ def test_the_bot_rides_out_a_database_restart(
         engine.dispose()
     assert recorded == ["after", "before", "during-1", "during-2"]
     assert "database is unavailable" in bot.log.read_text()
+
+
+def test_an_outage_longer_than_the_bot_waits_is_told_to_the_user(
+    own_postgres: tuple[str, dict[str, str]],
+    slack_emulator: SlackEmulator,
+    kube_emulator: Emulator,
+    tmp_path: Path,
+) -> None:
+    url, env = own_postgres
+    _namespace(kube_emulator, "waiting", delete=True)
+    extra = {"NSSTUCK_DB_OUTAGE_SECONDS": "2"}
+    with running_bot(slack_emulator, kube_emulator, tmp_path, database=url, extra_env=extra) as bot:
+        _pg(env, "down")
+        try:
+            acked = bot.driver.slash_command("/nsstuck", "prod-eu waiting", user=ALICE, channel=OPS_CHANNEL)
+            assert "On it" in acked.body
+            told = slack_emulator.wait_for_ephemeral(OPS_CHANNEL, ALICE, "could not be saved", timeout=20)
+            assert "`waiting`" in slack_emulator.render(told)
+            assert _healthy(bot.url)
+        finally:
+            _pg(env, "up")
+        # and the bot works again once the database is back, without a restart
+        bot.driver.slash_command("/nsstuck", "prod-eu waiting", user=ALICE, channel=OPS_CHANNEL)
+        slack_emulator.wait_for_message(OPS_CHANNEL, "waiting", timeout=20)
+    assert "recording the diagnosis of waiting failed" in bot.log.read_text()

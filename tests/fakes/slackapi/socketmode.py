@@ -369,18 +369,17 @@ class SocketModeServer:
         """The network path goes dead without a FIN or RST: nothing the client sends is read or answered
         (no pongs), nothing more is sent to it, and the TCP connection stays up. Only the client's pings
         can tell."""
-        conn = self._pick(connection)
-        ws = conn.ws
-        assert ws is not None
-        assert self._loop is not None
-        self._loop.call_soon_threadsafe(ws.transport.pause_reading)
-        return conn
+        return self._on_transport(connection, "pause_reading")
 
     def drop(self, connection: SocketConnection | int | None = None) -> SocketConnection:
         """Cuts the TCP connection without a close frame (what a network failure looks like)."""
+        return self._on_transport(connection, "abort")
+
+    def _on_transport(self, connection: SocketConnection | int | None, what: str) -> SocketConnection:
+        """Call `what` on the connection's TCP transport, on the server's event loop."""
         conn = self._pick(connection)
         ws = conn.ws
         assert ws is not None
         assert self._loop is not None
-        self._loop.call_soon_threadsafe(ws.transport.abort)
+        self._loop.call_soon_threadsafe(getattr(ws.transport, what))
         return conn
