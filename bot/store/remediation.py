@@ -34,8 +34,9 @@ class RequestRepository:
             .on_conflict_do_nothing(
                 index_elements=["diagnosis_id", "remedy_id"], index_where=text("status = 'pending'")
             )
+            .returning(RemediationRequest.id)
         )
-        created = bool(self._session.execute(statement).rowcount)  # type: ignore[attr-defined]
+        created = self._session.execute(statement).scalar_one_or_none() is not None
         query = select(RemediationRequest).where(
             RemediationRequest.diagnosis_id == values["diagnosis_id"],
             RemediationRequest.remedy_id == values["remedy_id"],
@@ -108,8 +109,11 @@ class RequestRepository:
             self._insert()(RemediationVote)
             .values(request_id=request_id, user_id=user_id, decision=decision, decided_at=at)
             .on_conflict_do_nothing(index_elements=["request_id", "user_id"])
+            .returning(RemediationVote.id)
         )
-        return bool(self._session.execute(statement).rowcount)  # type: ignore[attr-defined]
+        # RETURNING, not rowcount: an INSERT .. ON CONFLICT DO NOTHING reports rowcount -1 through
+        # psycopg, which read as "inserted" and let a double click count twice on PostgreSQL
+        return self._session.execute(statement).scalar_one_or_none() is not None
 
     def approvers(self, request_id: int) -> list[str]:
         query = (
