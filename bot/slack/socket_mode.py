@@ -18,6 +18,7 @@ monitor pings every `ping_interval` and replaces a connection that has not answe
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import socket
 import threading
@@ -32,6 +33,9 @@ from slack_sdk.socket_mode.builtin.connection import Connection, ConnectionState
 from slack_sdk.socket_mode.request import SocketModeRequest
 
 log = logging.getLogger(__name__)
+
+# the envelopes that carry a request to acknowledge (the others: hello, disconnect)
+_ENVELOPE_TYPES = frozenset({"slash_commands", "interactive", "events_api"})
 
 # a retired connection's read ends in an error by design; that is not worth an error in the log
 _retired_log = logging.getLogger("nsstuck.socket_mode.retired")
@@ -81,6 +85,32 @@ class SwitchingClient(SocketModeClient):
             self.current_app_monitor_started = True
             self.current_app_monitor.start()
         log.info("Socket Mode connection %s open", session.session_id)
+
+    def enqueue_message(self, message: str) -> None:
+        """Only JSON objects go on to the listeners: the builtin client logs a traceback for any other
+        frame (and would hand a wrong-typed envelope to Bolt). Anything else is dropped with one line."""
+        try:
+            frame = json.loads(message)
+        except ValueError:
+            frame = None
+        if not isinstance(frame, dict) or not isinstance(frame.get("type", ""), str):
+            log.warning("Socket Mode: ignored a frame that is not an envelope (%d characters)", len(message))
+            return
+        request_like = frame.get("type") in _ENVELOPE_TYPES or "envelope_id" in frame or "payload" in frame
+        if request_like and not (
+            frame.get("type") in _ENVELOPE_TYPES
+            and isinstance(frame.get("envelope_id"), str)
+            and isinstance(frame.get("payload"), dict)
+            and isinstance(frame.get("accepts_response_payload", False), bool)
+        ):
+            log.warning("Socket Mode: ignored an envelope of a wrong shape (%d characters)", len(message))
+            envelope_id = frame.get("envelope_id")
+            if isinstance(envelope_id, str) and 0 < len(envelope_id) <= 200:
+                # acknowledged all the same, so that it is not sent again
+                with contextlib.suppress(Exception):
+                    self.send_message(json.dumps({"envelope_id": envelope_id}))
+            return
+        super().enqueue_message(message)
 
     def _monitor_current_session(self) -> None:
         """Every ping interval: replace a connection silent for `stale_after`, else the builtin checks."""

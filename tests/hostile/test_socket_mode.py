@@ -4,6 +4,7 @@ ready, records nothing, shows nothing, and logs no failure."""
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -117,6 +118,54 @@ def test_a_large_envelope_is_read_whole_on_the_same_connection(socket_bot: Hosti
     ack = socket.request("slash_commands", payload, timeout=10)
     assert "/nsstuck <cluster> <namespace>" in str(ack.payload)
     assert [c.id for c in socket.connections()] == [connection.id]
+    socket_bot.assert_log_clean(before.log_size)
+
+
+# -- frames that are not envelopes at all -----------------------------------------------------------
+
+FRAME_TYPES = ["hello", "disconnect", "slash_commands", "interactive", "events_api", "", "x" * 300]
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> str | bytes:
+    """A WebSocket message from a broken or hostile peer: not JSON, JSON that is not an object, binary,
+    an object of a known or unknown type whose fields have any type (a missing or non-string
+    envelope_id, a payload that is not an object, a disconnect with any reason)."""
+    kind = draw(st.sampled_from(["text", "binary", "json", "object"]))
+    if kind == "text":
+        return draw(st.one_of(st.text(max_size=200), st.sampled_from(["{", "}", "null", "[]", "42", '{"type":'])))
+    if kind == "binary":
+        return draw(st.binary(max_size=200))
+    if kind == "json":
+        return json.dumps(draw(json_values.filter(lambda v: not isinstance(v, dict))))
+    frame: JSON = {"type": draw(st.one_of(st.sampled_from(FRAME_TYPES), small_garbage))}
+    for key in draw(st.lists(st.sampled_from(["envelope_id", "payload", "reason", "accepts_response_payload"]))):
+        frame[key] = draw(st.one_of(small_garbage, st.just({"type": "block_actions"})))
+    if frame["type"] in ("slash_commands", "interactive", "events_api") and isinstance(frame.get("envelope_id"), str):
+        frame["payload"] = draw(json_values.filter(lambda v: not isinstance(v, dict)))  # never a well-formed one
+    return json.dumps(frame)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(frame=frames())
+def test_frames_that_are_not_envelopes(socket_bot: Hostile, frame: str | bytes) -> None:
+    """Whatever arrives on the connection, the bot stays connected (a disconnect frame of any reason
+    is taken as one: it reconnects), records nothing, shows nothing and logs no failure."""
+    socket = socket_bot.slack.socket
+    socket.wait_for_connections(1, timeout=10)
+    before = socket_bot.baseline()
+    socket.send_frame(frame)
+    try:
+        parsed = json.loads(frame)
+    except ValueError:
+        parsed = None
+    envelope_id = parsed.get("envelope_id") if isinstance(parsed, dict) else None
+    if isinstance(envelope_id, str) and 0 < len(envelope_id) <= 200 and parsed.get("type") != "disconnect":
+        socket.wait_ack(envelope_id, timeout=3)  # a broken envelope is still acknowledged: not sent again
+    time.sleep(0.05)
+    socket.wait_for_connections(1, timeout=10)
+    assert socket_bot.rows() == before.rows
+    assert {m: len(socket_bot.slack.calls(m)) for m in VISIBLE} == before.calls
     socket_bot.assert_log_clean(before.log_size)
 
 

@@ -303,6 +303,20 @@ class SocketModeServer:
         self._run(self._send(conn.ws, envelope))
         return eid
 
+    def send_frame(self, frame: str | bytes, *, connection: SocketConnection | int | None = None) -> None:
+        """Sends one WebSocket message exactly as given (text or binary): what a broken or hostile peer
+        could send, envelope or not."""
+        conn = self._pick(connection)
+        ws = conn.ws
+        assert ws is not None
+
+        async def go() -> None:
+            with self._cond:
+                self.sent.append({"raw": frame if isinstance(frame, str) else frame.decode("latin-1")})
+            await ws.send(frame)
+
+        self._run(go())
+
     def wait_ack(self, envelope_id: str, timeout: float = 3.0) -> Ack:
         deadline = time.monotonic() + timeout
         with self._cond:
