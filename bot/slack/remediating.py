@@ -70,7 +70,11 @@ class RemediationDesk:
                 return cached[1]
         try:
             response = self.bot.client.usergroups_users_list(usergroup=group)
-            members = frozenset(str(u) for u in response.get("users") or ())
+            users = response.get("users")
+            # only a list of user ids counts: any other shape approves nobody (and says so)
+            members = frozenset(u for u in users if isinstance(u, str)) if isinstance(users, list) else frozenset()
+            if not isinstance(users, list):
+                log.warning("cannot resolve user group %s: users is not a list", group)
         except SlackApiError as e:
             log.warning("cannot resolve user group %s: %s", group, e.response.get("error"))
             members = frozenset()

@@ -219,3 +219,24 @@ def _denying_webhook(kube: Emulator, name: str, message: str) -> None:
         },
     )
     kube.knobs.webhook_verdict[name] = f"deny:{message}"
+
+
+def test_a_user_group_answer_of_the_wrong_shape_approves_nobody(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    """usergroups.users.list answering `"users": {"U0BBBBBBB": true}` (an object, not a list of ids):
+    nobody counts as a member (not the object's keys), the click is refused with a clear word, and
+    nothing changes."""
+    slack_emulator.add_usergroup("S0GROUP01", "approvers", [BOB])
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path, approvers=("S0GROUP01",)) as flow:
+        request_id = _filed(flow)
+        before = _the_configmap(kube_emulator)["metadata"]["resourceVersion"]
+        slack_emulator.inject("usergroups.users.list", body={"ok": True, "users": {BOB: True}}, times=None)
+        assert flow.vote(request_id, BOB).status == 200
+        assert "not an approver" in flow.ephemeral(BOB, "not an approver")
+        assert flow.request_row(request_id)["status"] == "pending"
+        assert flow.audit(request_id) == ["requested", "refused"]
+        assert _the_configmap(kube_emulator)["metadata"]["resourceVersion"] == before
+        log = flow.bot.log.read_text()
+        assert "users is not a list" in log
+        assert "Traceback" not in log
