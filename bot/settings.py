@@ -56,9 +56,15 @@ def _clip(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+# credentials pasted where a name or an ID belongs: Slack tokens, and JWTs (Kubernetes service account
+# tokens); a message about the mistake must not copy them into a terminal, a CI log or a Slack thread
+_CREDENTIAL = re.compile(r"\b(?:xox[a-z]|xapp)-[A-Za-z0-9-]+|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_.-]*")
+
+
 def _shown(value: object, limit: int = 60) -> str:
-    """A value quoted for a message: repr'd and cut, so that a megabyte of input is not echoed back."""
-    return _clip(repr(value), limit)
+    """A value quoted for a message: repr'd and cut, so that a megabyte of input is not echoed back, and
+    without anything that looks like a credential."""
+    return _clip(_CREDENTIAL.sub("<a credential, not shown>", repr(value)), limit)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,6 +513,11 @@ class Settings(BaseSettings):
     http_port: int = Field(default=3000, ge=1, le=65535, validation_alias="NSSTUCK_HTTP_PORT")
     # seconds between two posts to one channel (Slack allows about one per second)
     slack_post_interval: float = Field(default=1.0, gt=0, le=60, validation_alias="NSSTUCK_SLACK_POST_INTERVAL")
+    # seconds the bot waits for Slack's Web API to answer a call
+    slack_timeout_seconds: int = Field(default=30, ge=1, le=300, validation_alias="NSSTUCK_SLACK_TIMEOUT_SECONDS")
+    # seconds a post that went unanswered (a timeout, a dropped connection) is given to show up in the
+    # channel, where the bot looks for it, before it is sent again: Slack may have posted it anyway
+    slack_settle_seconds: float = Field(default=30.0, gt=0, le=600, validation_alias="NSSTUCK_SLACK_SETTLE_SECONDS")
     # seconds between two follow-ups of the open incidents
     follow_up_seconds: float = Field(default=300.0, gt=0, validation_alias="NSSTUCK_FOLLOW_UP_SECONDS")
     # seconds between two passes over the outbox of reports that could not be posted

@@ -191,6 +191,10 @@ class Transport:
             raise CallError("connection", self.connection.scrub(_dropped_message(e)), dropped=True) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise CallError("connection", self.connection.scrub(_connection_message(e))) from None
+        except (ValueError, TypeError) as e:
+            # the request could not be built (a credential with a line break in it: http.client refuses
+            # the header and quotes it, so the message is not repeated)
+            raise CallError("connection", f"the request could not be made ({e.__class__.__name__})") from None
         try:
             return json.loads(raw) if raw else None
         except ValueError:

@@ -95,6 +95,7 @@ class PendingPost:
     requested_by: str
     incident_id: int | None
     attempts: int
+    created_at: datetime
 
 
 def pending_post(db: Database, run_id: int) -> PendingPost | None:
@@ -110,6 +111,7 @@ def pending_post(db: Database, run_id: int) -> PendingPost | None:
             requested_by=run.requested_by,
             incident_id=run.incident_id,
             attempts=run.post_attempts,
+            created_at=run.created_at,
         )
 
 

@@ -11,11 +11,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.error import URLError
 
 from slack_bolt import Ack, App, BoltResponse, Respond
 from slack_bolt.error import BoltError
@@ -52,6 +53,7 @@ from bot.slack import blocks, history_blocks, parsing
 from bot.slack.digest_posting import post_digest
 from bot.slack.metrics import Metrics
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
+from bot.slack.posting import Backlog, Post, Poster, message_key, retry_after
 from bot.slack.remediating import RemediationDesk
 from bot.slack.remediation_blocks import pending_lines
 from bot.slack.shapes import USER_ID
@@ -90,12 +92,33 @@ class Bot:
             raise NsstuckError("SLACK_BOT_TOKEN is not set")
         self.deps = deps
         self.metrics = Metrics()
+        token = settings.slack_bot_token.get_secret_value()
         self.client = client or WebClient(
-            token=settings.slack_bot_token.get_secret_value(),
+            token=token,
             base_url=settings.slack_api_url,
+            timeout=settings.slack_timeout_seconds,
             retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2)],
         )
+        # chat.postMessage is not retried blindly: a connection dropped after the request was sent may
+        # have posted it (posting.py looks first); only a connection that could not be made is retried
+        post_client = client or WebClient(
+            token=token,
+            base_url=settings.slack_api_url,
+            timeout=settings.slack_timeout_seconds,
+            retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2, error_types=[URLError])],
+        )
         self.pacer = ChannelPacer(interval=settings.slack_post_interval)
+        self._auth: dict[str, Any] | None = None
+        self.poster = Poster(
+            post_client, settle=settings.slack_settle_seconds, bot_id=self._bot_id, metrics=self.metrics
+        )
+        # Slack work that failed after its retries, tried again by the outbox job
+        self.backlog = Backlog()
+        # runs whose posting failed in this process: when a post of theirs that may still be under way
+        # at Slack has surely landed (epoch seconds); others that failed before this process started
+        # are given NSSTUCK_SLACK_SETTLE_SECONDS from its start
+        self._started = time.time()
+        self._settle_at: dict[int, float] = {}
         # diagnoses of one incident in this process post one after the other, so that the first
         # verdict's thread is known before the next one decides where to post
         self._incident_locks: dict[int, threading.Lock] = {}
@@ -111,17 +134,23 @@ class Bot:
                 listener_executor=ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-listener"),
                 request_verification_enabled=secret is not None,
             )
-        except SlackApiError as e:
-            raise ConfigError(
-                "environment", "SLACK_BOT_TOKEN", f"Slack refused it ({e.response.get('error')})"
+        except (SlackApiError, BoltError) as e:
+            # Bolt answers a refused token (invalid_auth, token_revoked...) with a BoltError raised while
+            # handling the SlackApiError of auth.test
+            refused = e if isinstance(e, SlackApiError) else e.__context__
+            if isinstance(refused, SlackApiError):
+                raise ConfigError(
+                    "environment", "SLACK_BOT_TOKEN", f"Slack refused it ({refused.response.get('error')})"
+                ) from None
+            raise NsstuckError(
+                f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}"
             ) from None
-        except (BoltError, OSError) as e:
+        except OSError as e:
             raise NsstuckError(
                 f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}"
             ) from None
         self.app.command("/nsstuck")(self._on_command)
         self.app.event("app_home_opened")(self._on_home_opened)
-        self._workspace_url: str | None = None
         self.app.error(self._on_error)
         self.remediation = RemediationDesk(self)
         self.clock = clock_for(deps.settings.clock_file)
@@ -182,10 +211,19 @@ class Bot:
         except SlackApiError as e:  # a user Slack does not know (or no longer): nothing to show them
             log.warning("publishing the Home tab of %s failed: %s", user, e.response.get("error"))
 
+    def _identity(self) -> dict[str, Any]:
+        """auth.test's answer (the workspace URL, the bot's ids), asked once."""
+        if self._auth is None:
+            response = self.client.auth_test()
+            self._auth = dict(response.data) if isinstance(response.data, dict) else {}
+        return self._auth
+
     def _workspace(self) -> str:
-        if self._workspace_url is None:
-            self._workspace_url = str(self.client.auth_test().get("url") or "https://slack.com/")
-        return self._workspace_url
+        return str(self._identity().get("url") or "https://slack.com/")
+
+    def _bot_id(self) -> str | None:
+        found = self._identity().get("bot_id")
+        return str(found) if found else None
 
     def _clusters_text(self, channel: str) -> str:
         clusters = self.deps.config.clusters
@@ -263,38 +301,58 @@ class Bot:
         pending = pending_post(self.deps.db, run_id)
         if pending is None or not claim_post(self.deps.db, run_id, pending.attempts):
             return False  # posted already, or another worker or replica is posting it
+        posts: list[Post] = []
         try:
-            self._post_run(pending)
+            self._post_run(pending, posts)
         except Exception as e:  # Slack refused or is down: the run stays in the outbox
             log.warning("posting run %s to %s failed (%s); it will be retried", run_id, pending.channel, e)
             self.metrics.posts.labels(result="deferred").inc()
+            self._settle_at[run_id] = max((p.settle_at for p in posts if p.in_doubt), default=0.0)
             mark_post_failed(self.deps.db, run_id, f"{e.__class__.__name__}: {e}")
             return False
+        self._settle_at.pop(run_id, None)
         mark_posted(self.deps.db, run_id, datetime.now(UTC))
         return True
 
     def repost_pending(self) -> int:
-        """Post every run whose posting failed or never happened; the scheduler calls this."""
+        """Post every run whose posting failed or never happened, and what else Slack failed to take
+        (notes, request messages); the scheduler calls this."""
         delivered = 0
         for run_id in unposted_runs(self.deps.db, now=datetime.now(UTC)):
             delivered += self.deliver(run_id)
-        return delivered
+        return delivered + self.backlog.retry()
 
-    def _post_run(self, pending: PendingPost) -> None:
+    def _post_run(self, pending: PendingPost, posts: list[Post]) -> None:
+        """Each message of a run has a key of its own (run, creation time, part), the same in every
+        attempt, in every process: after a failed attempt, the parts that went through are found in
+        Slack and not posted again."""
         diagnosis, channel = pending.diagnosis, pending.channel
+        created = pending.created_at.timestamp()
+        settle_at = None
+        if pending.attempts > 0:  # an earlier attempt failed or was cut short: some parts may be in Slack
+            settle_at = self._settle_at.get(pending.run_id, self._started + self.poster.settle)
+
+        def send(message: blocks.Message, thread_ts: str | None, part: int) -> Future[dict[str, Any]]:
+            key = f"run:{pending.run_id}:{created:.6f}:{part}"
+            post = self.poster.prepare(channel, message, thread_ts=thread_ts, key=key, oldest=created)
+            if settle_at is not None:
+                post.doubt(until=settle_at)
+            posts.append(post)
+            return self.send(post)
+
         verdict = blocks.verdict(diagnosis, requested_by=pending.requested_by)
         if pending.incident_id is None:  # active or gone: the verdict says it all
-            self.post(channel, verdict).result()
+            send(verdict, None, 0).result()
             return
         with self._incident_lock(pending.incident_id):
             existing = current_thread(self.deps.db, pending.incident_id)
             thread = existing[1] if existing and existing[0] == channel else None
-            posted = self.post(channel, verdict, thread_ts=thread).result()
+            posted = send(verdict, thread, 0).result()
             if thread is None:
                 _, thread = attach_thread(self.deps.db, pending.incident_id, channel, str(posted["ts"]))
             run_id = pending.run_id if self._remediation_on(diagnosis.cluster) else None
             messages, cut = blocks.report_parts(diagnosis, run_id=run_id)
-            futures = [self.post(channel, message, thread_ts=thread) for message in messages]
+            futures = [send(message, thread, part) for part, message in enumerate(messages, 1)]
             if cut:
                 futures.append(self.upload_report(channel, thread, diagnosis))
         for future in futures:
@@ -313,8 +371,9 @@ class Bot:
         return post_digest(send, digest, workspace=self._workspace())
 
     def thread_note(self, channel: str, thread_ts: str, text: str) -> None:
-        """A short follow-up in an incident's thread (the Notifier of the follow-up job)."""
-        self.post(channel, blocks.ephemeral(escape(text)), thread_ts=thread_ts).result()
+        """A short follow-up in an incident's thread (the Notifier of the follow-up job); kept and posted
+        later if Slack fails for longer than the retries."""
+        self.post_kept(channel, blocks.ephemeral(escape(text)), thread_ts=thread_ts)
 
     def upload_report(self, channel: str, thread_ts: str, diagnosis: Diagnosis) -> Any:
         """The whole report, as the CLI prints it, as a file in the thread (queued like a post)."""
@@ -331,7 +390,7 @@ class Bot:
                 )
             except SlackApiError as e:
                 if e.response.status_code == 429:
-                    raise RateLimited(_retry_after(e)) from None
+                    raise RateLimited(retry_after(e)) from None
                 log.error("files upload to %s failed: %s", channel, e.response.get("error"))
                 raise
             return dict(response.data) if isinstance(response.data, dict) else {}
@@ -345,25 +404,62 @@ class Bot:
     # -- posting ---------------------------------------------------------------------------------
 
     def post(self, channel: str, message: blocks.Message, *, thread_ts: str | None = None) -> Any:
-        """Queue a message for `channel` behind the ones already queued; returns a future of the response."""
+        """Queue a message for `channel` behind the ones already queued; returns a future of the response.
+        Posted once, however its attempts end (posting.py)."""
+        return self.send(self.poster.prepare(channel, message, thread_ts=thread_ts))
+
+    def send(self, post: Post) -> Future[dict[str, Any]]:
+        return self.pacer.submit(post.channel, lambda: self.poster.send(post))
+
+    def post_kept(
+        self,
+        channel: str,
+        message: blocks.Message,
+        *,
+        thread_ts: str | None = None,
+        then: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any] | None:
+        """Post, waiting for the answer; if Slack fails for longer than the retries, the post is kept
+        (with its key) and tried again by the outbox job, and `then` runs once it is posted. The
+        response, or None when it was kept."""
+        post = self.poster.prepare(channel, message, thread_ts=thread_ts, key=message_key())
+
+        def attempt() -> dict[str, Any]:
+            response = self.send(post).result()
+            if then is not None:
+                then(response)
+            return response
+
+        try:
+            return attempt()
+        except (Transient, RateLimited) as e:
+            log.warning("posting to %s failed (%s); kept to be posted when Slack answers", channel, e)
+            self.metrics.posts.labels(result="deferred").inc()
+
+            def again() -> None:
+                attempt()
+
+            self.backlog.keep(post.key, again)
+            return None
+
+    def update(self, channel: str, ts: str, message: blocks.Message) -> Future[dict[str, Any]]:
+        """Queue an update of a message (after the posts queued for its channel); retried like a post,
+        which is safe: an update made twice is made once."""
 
         def send() -> dict[str, Any]:
             try:
-                response = self.client.chat_postMessage(
-                    channel=channel, text=message.text, blocks=list(message.blocks), thread_ts=thread_ts
+                response = self.client.chat_update(
+                    channel=channel, ts=ts, text=message.text, blocks=list(message.blocks)
                 )
             except SlackApiError as e:
                 status = e.response.status_code
                 if status == 429:
-                    raise RateLimited(_retry_after(e)) from None
+                    raise RateLimited(retry_after(e)) from None
                 if status >= 500:
                     raise Transient(f"HTTP {status}") from None
-                log.error("chat.postMessage to %s failed: %s", channel, e.response.get("error"))
-                self.metrics.posts.labels(result="error").inc()
                 raise
             except OSError as e:
                 raise Transient(e.__class__.__name__) from None
-            self.metrics.posts.labels(result="ok").inc()
             return dict(response.data) if isinstance(response.data, dict) else {}
 
         return self.pacer.submit(channel, send)
@@ -371,11 +467,3 @@ class Bot:
     def _on_error(self, error: Exception, body: dict[str, Any]) -> BoltResponse:
         log.exception("unhandled error in a listener (type %s)", body.get("type") or body.get("command"))
         return BoltResponse(status=500, body="")
-
-
-def _retry_after(error: SlackApiError) -> float:
-    value = (error.response.headers or {}).get("Retry-After") or (error.response.headers or {}).get("retry-after")
-    try:
-        return float(value) if value is not None else 1.0
-    except (TypeError, ValueError):
-        return 1.0

@@ -2,9 +2,10 @@
 
 `chat.postMessage` allows about one message per second per channel. Twenty diagnoses started at
 once in one channel must all arrive, each thread in order, so posts are queued per channel and
-paced; a 429 is not a failure but a wait (`Retry-After`), however many times it comes. Other
-errors are retried a few times with back-off, then the post fails and its caller keeps the report
-(it is in the database) to post again later.
+paced; a 429 is not a failure but a wait (`Retry-After`), however many times it comes, and so is
+a post that may still be under way at Slack (`Unsettled`, see posting.py). Other errors are retried
+a few times with back-off, then the post fails and its caller keeps the report (it is in the
+database) to post again later.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ class RateLimited(Exception):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"rate limited, retry after {retry_after:g}s")
         self.retry_after = retry_after
+
+
+class Unsettled(Exception):
+    """Raised by a post that may have reached Slack without an answer (a timeout): it is looked for
+    again after `wait` before it is sent again. Not a failure, like a 429."""
+
+    def __init__(self, wait: float) -> None:
+        super().__init__(f"a post may still be under way at Slack, looking again in {wait:.1f}s")
+        self.wait = wait
 
 
 class Transient(Exception):
@@ -120,6 +130,13 @@ class ChannelPacer:
                 if waited > self.max_rate_limit_wait:
                     raise
                 log.info("slack rate limit on %s: waiting %.1fs", channel, pause)
+                state.next_at = self.clock() + pause
+            except Unsettled as e:
+                pause = max(e.wait, self.interval)
+                waited += pause
+                if waited > self.max_rate_limit_wait:
+                    raise Transient(str(e)) from None
+                log.info("slack post to %s may still be under way: %s", channel, e)
                 state.next_at = self.clock() + pause
             except Transient as e:
                 failures += 1

@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from bot.remediation.requests import RequestView, VoteKind, decide, expire_due, 
 from bot.services.recording import current_thread
 from bot.slack import ids
 from bot.slack.blocks import ephemeral
+from bot.slack.pacing import RateLimited, Transient
 from bot.slack.remediation_blocks import request_message
 from bot.slack.shapes import click_channel
 from bot.slack.text import escape
@@ -110,22 +112,38 @@ class RemediationDesk:
         return Respond(response_url=str(body["response_url"]))
 
     def _refresh(self, view: RequestView) -> None:
-        """Redraw the request message to show where the request stands."""
+        """Redraw the request message to show where the request stands (queued behind the posts to its
+        channel, retried like them). If Slack fails for longer, the outbox job redraws it later, from
+        where the request stands then."""
         if not view.channel or not view.message_ts:
             return
+        self._redraw(view, view.channel, view.message_ts).add_done_callback(lambda done: self._redrawn(view, done))
+
+    def _redraw(self, view: RequestView, channel: str, ts: str) -> Future[dict[str, Any]]:
         approvers = self.bot.deps.config.require_cluster(view.cluster).approvers
-        message = request_message(view, approvers=approvers, now=self.clock())
-        try:
-            self.bot.client.chat_update(
-                channel=view.channel, ts=view.message_ts, text=message.text, blocks=list(message.blocks)
-            )
-        except SlackApiError as e:
-            log.warning("updating request #%s failed: %s", view.id, e.response.get("error"))
+        return self.bot.update(channel, ts, request_message(view, approvers=approvers, now=self.clock()))
+
+    def _redrawn(self, view: RequestView, done: Future[dict[str, Any]]) -> None:
+        error = done.exception()
+        if isinstance(error, (Transient, RateLimited)):
+            log.warning("updating request #%s failed (%s); it will be redrawn when Slack answers", view.id, error)
+            self.bot.backlog.keep(f"redraw:{view.id}", lambda: self._redraw_latest(view.id))
+        elif isinstance(error, SlackApiError):
+            log.warning("updating request #%s failed: %s", view.id, error.response.get("error"))
+        elif error is not None:
+            log.warning("updating request #%s failed: %s", view.id, error.__class__.__name__)
+
+    def _redraw_latest(self, request_id: int) -> None:
+        """For the outbox job: the request message as the request stands now."""
+        view = load(self.bot.deps.db, request_id)
+        if view is not None and view.channel and view.message_ts:
+            self._redraw(view, view.channel, view.message_ts).result()
 
     def _say(self, view: RequestView, text: str) -> None:
-        """A line in the request's thread."""
+        """A line in the request's thread; kept and posted later (once) if Slack fails for longer than
+        the retries."""
         if view.channel and view.thread_ts:
-            self.bot.post(view.channel, ephemeral(text), thread_ts=view.thread_ts).result()
+            self.bot.post_kept(view.channel, ephemeral(text), thread_ts=view.thread_ts)
 
     # -- a remedy's button -------------------------------------------------------------------
 
@@ -174,8 +192,16 @@ class RemediationDesk:
             if found and found[0] == channel:
                 thread = found[1]
         rendered = request_message(view, approvers=cluster.approvers, now=self.clock())
-        posted = self.bot.post(channel, rendered, thread_ts=thread).result()
-        set_message(db, view.id, channel, str(posted["ts"]))
+
+        # the request is on record; if Slack fails now, its message is posted when Slack answers again
+        # (drawn as the request stood when filed: a vote needs the message, so it is still pending)
+        def remember(posted: dict[str, Any]) -> None:
+            set_message(db, view.id, channel, str(posted["ts"]))
+            latest = load(db, view.id)
+            if latest is not None and latest.status != view.status:  # it moved on while Slack was down
+                self._refresh(latest)
+
+        self.bot.post_kept(channel, rendered, thread_ts=thread, then=remember)
 
     # -- Approve and Reject ------------------------------------------------------------------
 

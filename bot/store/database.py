@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -18,21 +19,38 @@ from bot.store.remediation import RequestRepository
 from bot.store.replays import SeenRequestRepository
 from bot.store.repositories import DiagnosisRepository, IncidentRepository
 
+# query parameters that carry a secret (libpq reads `password` and `sslpassword` from the URL too)
+_SECRET_PARAMETER = re.compile(r"pass|secret|token", re.IGNORECASE)
+
+
+def _parse(url: str) -> URL:
+    """The parsed URL, or ConfigError saying what is wrong without repeating the URL (it may hold a password)."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
+        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", "not a valid SQLAlchemy URL") from None
+    if parsed.host and "@" in parsed.host:
+        # user:p@ss@host parses as the host "ss@host": the rest of the password would be shown as the host
+        raise ConfigError(
+            "environment", "NSSTUCK_DATABASE_URL", "the host part holds an '@': write an '@' in the password as %40"
+        )
+    return parsed
+
 
 def redact_url(url: str) -> str:
-    """The URL with its password hidden, for messages and logs."""
+    """The URL with its password (and any query parameter that holds one) hidden, for messages and logs."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+        parsed = _parse(url)
+    except ConfigError:
         return "<unparsable database URL>"
+    hidden = {key: "***" for key in parsed.query if _SECRET_PARAMETER.search(key)}
+    # the rendering %-encodes the stars of the query; shown as the password is
+    return parsed.update_query_dict(hidden).render_as_string(hide_password=True).replace("=%2A%2A%2A", "=***")
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine tuned per backend. Raises ConfigError for a URL that cannot work."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", "not a valid SQLAlchemy URL") from None
+    parsed = _parse(url)
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise ConfigError(
             "environment",

@@ -88,8 +88,10 @@ def serve_process(
     *,
     socket_mode: bool = False,
     extra_env: dict[str, str] | None = None,
+    options: tuple[str, ...] = (),
 ) -> Iterator[Running]:
-    """`nsstuck serve` as a child process (HTTP mode unless `socket_mode`), ready when /healthz answers."""
+    """`nsstuck serve` as a child process (HTTP mode unless `socket_mode`), ready when /healthz answers;
+    `options` go before the command (`--log-level DEBUG`)."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
     env.update(
@@ -108,7 +110,12 @@ def serve_process(
     log = workdir / "bot.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "serve"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, text=True
+            [sys.executable, "-m", "bot", *options, "serve"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bot.slack.pacing import ChannelPacer, RateLimited, Transient
+from bot.slack.pacing import ChannelPacer, RateLimited, Transient, Unsettled
 
 
 def test_posts_keep_their_order_per_channel_and_keep_the_pace() -> None:
@@ -56,4 +56,20 @@ def test_transient_errors_are_retried_then_reported() -> None:
     ok = threading.Event()
     pacer.submit("C1", ok.set).result(timeout=5)  # the channel keeps working
     assert ok.is_set()
+    pacer.close()
+
+
+def test_a_post_that_may_be_under_way_is_waited_for_not_counted_as_a_failure() -> None:
+    pacer = ChannelPacer(interval=0.001, transient_attempts=2)
+    calls: list[float] = []
+
+    def post() -> str:
+        calls.append(time.monotonic())
+        if len(calls) <= 4:
+            raise Unsettled(0.02)
+        return "found"
+
+    assert pacer.submit("C1", post).result(timeout=5) == "found"
+    assert len(calls) == 5  # four waits, though only two failures are allowed
+    assert min(b - a for a, b in itertools.pairwise(calls)) >= 0.015
     pacer.close()

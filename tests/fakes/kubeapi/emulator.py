@@ -18,7 +18,7 @@ from .apiserver import Cluster
 from .clock import Clock, FakeClock, RealClock
 from .knobs import Knobs
 from .server import Server, make_server, serve_in_thread
-from .tls import server_context, serving_cert
+from .tls import issue_client_certificate, server_context, serving_cert
 
 ADMIN_IDENTITY = "system:kube-controller-manager"
 USER_IDENTITY = "system:serviceaccount:nsstuck:nsstuck"
@@ -64,6 +64,7 @@ class Emulator:
         self.admin_token = f"admin-{rnd.getrandbits(64):016x}"
         self.user_token = f"user-{rnd.getrandbits(64):016x}"
         self.tokens: dict[str, str] = {self.admin_token: ADMIN_IDENTITY, self.user_token: USER_IDENTITY}
+        self.basic_auth: dict[str, str] = {}  # base64("username:password") -> user
         self.cluster = Cluster(self.clock, self.knobs, seed=seed)
         self.cluster.tokens = self.tokens
         self.cluster.options = self.options
@@ -135,6 +136,15 @@ class Emulator:
         token = token or f"tok-{secrets.token_hex(8)}"
         self.tokens[token] = user
         return token
+
+    def add_basic_auth(self, user: str, username: str, password: str) -> None:
+        """Accept HTTP basic auth with ``username``/``password`` as ``user`` (what ``--basic-auth-file``
+        did before Kubernetes 1.19; kubeconfigs still carry ``username``/``password``)."""
+        self.basic_auth[base64.b64encode(f"{username}:{password}".encode()).decode()] = user
+
+    def issue_client_certificate(self, user: str, groups: tuple[str, ...] = ()) -> tuple[str, str]:
+        """(certificate PEM, key PEM) of a client certificate the HTTPS listener accepts as ``user``."""
+        return issue_client_certificate(user, groups)
 
     def write_kubeconfig(
         self, path: str | os.PathLike[str], *, token: str | None = None, context: str = "emulator", tls: bool = True

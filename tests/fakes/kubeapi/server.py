@@ -216,13 +216,30 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def _authenticate(self, req: RequestState) -> None:
-        auth = req.headers.get("Authorization") or ""
-        token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
-        user = self.emu.tokens.get(token)
-        if user is None or token in self.emu.knobs.expired_tokens:
+        # as the API server's union of authenticators: a verified client certificate first, then
+        # the Authorization header (a bearer token, or basic auth for the pairs add_basic_auth made)
+        user = self._certificate_user()
+        if user is None:
+            auth = req.headers.get("Authorization") or ""
+            if auth.lower().startswith("basic "):
+                user = self.emu.basic_auth.get(auth[6:].strip())
+            else:
+                token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
+                user = None if token in self.emu.knobs.expired_tokens else self.emu.tokens.get(token)
+        if user is None:
             raise unauthorized()
         req.user = user
         req.admin = user == self.emu.admin_identity
+
+    def _certificate_user(self) -> str | None:
+        """The common name of the client certificate the TLS listener verified, if one was sent."""
+        getpeercert = getattr(self.connection, "getpeercert", None)
+        cert = getpeercert() if getpeercert is not None else None
+        for rdn in (cert or {}).get("subject", ()):
+            for key, value in rdn:
+                if key == "commonName":
+                    return str(value)
+        return None
 
     def _dispatch(self, req: RequestState) -> None:
         self._authenticate(req)

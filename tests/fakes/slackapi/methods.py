@@ -316,6 +316,72 @@ def conversations_members(st: State, call: Call) -> Reply:
     return ok(members=page, response_metadata={"next_cursor": next_cursor})
 
 
+def _ts_arg(params: JSON, name: str, default: float) -> float:
+    value = params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SlackError(f"invalid_ts_{name}") from None
+
+
+def _timeline(st: State, call: Call, messages: list[JSON], *, newest_first: bool, default_limit: int) -> Reply:
+    """A page of ``messages`` the way conversations.history/replies answer: the ``oldest``/``latest`` window
+    (exclusive unless ``inclusive``), ``limit`` + ``cursor``, ``has_more``; message ``metadata`` only with
+    ``include_all_metadata``."""
+    p = call.params
+    oldest = _ts_arg(p, "oldest", 0.0)
+    latest = _ts_arg(p, "latest", float("inf"))
+    inclusive = _bool(p, "inclusive")
+
+    def inside(message: JSON) -> bool:
+        ts = float(message["ts"])
+        if inclusive:
+            return oldest <= ts <= latest
+        return oldest < ts < latest
+
+    chosen = [m for m in messages if inside(m)]
+    if newest_first:
+        chosen.reverse()
+    limit = max(1, min(999, _int(p, "limit", default_limit)))
+    cursor = _str(p, "cursor")
+    start = _decode_cursor(cursor) if cursor else 0
+    page = chosen[start : start + limit]
+    if not _bool(p, "include_all_metadata"):
+        for message in page:
+            message.pop("metadata", None)
+    more = start + limit < len(chosen)
+    return ok(
+        messages=page,
+        has_more=more,
+        response_metadata={"next_cursor": _encode_cursor(start + limit) if more else ""},
+    )
+
+
+@method("conversations.history")
+def conversations_history(st: State, call: Call) -> Reply:
+    """The channel's messages, newest first: thread parents and broadcast replies, not other replies."""
+    channel = st.resolve_channel(call.params.get("channel"))
+    if not channel.bot_is_member:
+        raise SlackError("not_in_channel")
+    reply = _timeline(st, call, st.channel_messages(channel.id), newest_first=True, default_limit=100)
+    reply.body["pin_count"] = 0
+    return reply
+
+
+@method("conversations.replies")
+def conversations_replies(st: State, call: Call) -> Reply:
+    """A thread, oldest first, its parent first."""
+    channel = st.resolve_channel(call.params.get("channel"))
+    if not channel.bot_is_member:
+        raise SlackError("not_in_channel")
+    ts = _str(call.params, "ts")
+    if not ts:
+        raise SlackError("thread_not_found")
+    return _timeline(st, call, st.thread_with_parent(channel.id, ts), newest_first=False, default_limit=1000)
+
+
 @method("usergroups.users.list")
 def usergroups_users_list(st: State, call: Call) -> Reply:
     group = st.usergroups.get(_str(call.params, "usergroup") or "")

@@ -44,7 +44,9 @@ class Identity:
         "users:read",
         "users:read.email",
         "channels:read",
+        "channels:history",
         "groups:read",
+        "groups:history",
         "usergroups:read",
         "files:write",
         "app_mentions:read",
@@ -468,6 +470,19 @@ class State:
     def ephemerals(self, channel: str, user: str) -> list[JSON]:
         with self.lock:
             return _clone(self._ephemerals.get((channel, user), []))
+
+    def thread_with_parent(self, channel: str, ts: str) -> list[JSON]:
+        """What ``conversations.replies`` reads: the thread's parent, then its replies, oldest first; ``ts``
+        may be the parent's or any reply's. ``thread_not_found`` for an unknown ``ts``."""
+        with self.lock:
+            msg = self._by_ts.get((channel, ts))
+            if msg is None:
+                raise SlackError("thread_not_found")
+            root_ts = str(msg.get("thread_ts", ts))
+            root = self._by_ts.get((channel, root_ts))
+            if root is None:
+                raise SlackError("thread_not_found")
+            return _clone([root, *self._replies.get((channel, root_ts), [])])
 
     # ---------------------------------------------------------------- views
 

@@ -1,0 +1,1035 @@
+"""The secrets sweep (issue 10): recognisable fake credentials for every secret nsstuck holds, the
+scenarios of the emulator's library through the command line and the running bot, the failure paths,
+and then everything an operator or a user can see is searched for them.
+
+Secrets: the Slack bot token, app token and signing secret; the database password; in kubeconfigs a
+bearer token, a token file, an exec plugin's environment and the token it prints, a client certificate
+and its key, basic-auth username and password, credentials in the server URL and in `proxy-url`, and
+the token of a cluster that refuses it. Each is a canary: unique, with 24 random hex digits, searched
+as itself, as fragments (each half of its random part) and encoded (base64, and for the client key
+and certificate, windows of their base64, PEM and DER forms).
+
+Surfaces: the bot's log (at DEBUG), every command's stdout and stderr (in-process and as processes,
+also at DEBUG), every request the Slack emulator received and every message, ephemeral, response_url
+post, view and file it holds, the bot's HTTP answers (to Slack and on /healthz, /readyz, /metrics),
+the whole database as text (every table, every column, snapshots decompressed; the SQLite file's bytes
+too), the backups, and the objects of the cluster nsstuck changed.
+
+The sweep cannot pass vacuously: it also checks that every credential was in use (a report came from
+each cluster whose kubeconfig holds only that credential, the exec plugin saw its environment, the
+Slack emulator saw the bot and app tokens, the signing secret let signed requests in and kept forged
+ones out, PostgreSQL refused a wrong password and accepted the canary).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import secrets
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+import pytest
+import yaml
+from sqlalchemy import create_engine, inspect, make_url, text
+
+from bot.cli import main
+from bot.store import migrating
+from tests.approvals._flow import Flow
+from tests.conftest import REPO
+from tests.fakes.kubeapi import Emulator, FakeClock
+from tests.fakes.kubeapi.controllers._http import KubeHTTP
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario, snapshot
+from tests.fakes.kubeapi.tls import serving_cert
+from tests.fakes.slackapi import SlackEmulator
+from tests.fakes.slackapi.driver import Delivery
+from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, BOB, OPS_CHANNEL, populate_workspace
+from tests.pgdatabase import temporary_database
+from tests.slack._bot import Running, serve_process
+
+JSON = dict[str, Any]
+RUN = secrets.token_hex(2)
+SCENARIO_TIME = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
+DIGEST_CHANNEL = "C0SWEEPDG"
+SWEEP_CHANNELS = tuple(f"C0SWEEP{i:02d}" for i in range(8))
+IDENTITY = "nsstuck-sweep"  # who every canary credential authenticates as (names are not secrets)
+AUTH_KINDS = ("token", "tokenFile", "exec", "certificate", "basic")
+REMEDIATED = "seed002-configmap-finalizer"  # also requested, approved and applied through Slack
+FAST = {
+    "NSSTUCK_REPOST_SECONDS": "1",
+    "NSSTUCK_FOLLOW_UP_SECONDS": "3600",
+    "NSSTUCK_SLACK_POST_INTERVAL": "0.02",
+    "NSSTUCK_DIGEST_TICK_SECONDS": "0.5",
+    "NSSTUCK_REMEDIATION_FOLLOW_SECONDS": "2",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Canaries
+
+
+def _b64(value: str | bytes) -> str:
+    return base64.b64encode(value.encode() if isinstance(value, str) else value).decode()
+
+
+def _windows(text: str, size: int = 24, step: int = 12) -> list[str]:
+    """Overlapping pieces of a long secret: any of them found means a recognisable fragment leaked."""
+    return [text[i : i + size] for i in range(0, max(1, len(text) - size + 1), step)]
+
+
+@dataclass(frozen=True)
+class Canary:
+    name: str
+    value: str
+    needles: tuple[str, ...]
+
+
+def _canary(name: str, value: str, *extra: str) -> Canary:
+    """The value, each half of its random part (what a partial redaction leaves), base64 and URL forms."""
+    tail = re.findall(r"[0-9a-f]{24}", value)
+    fragments = [piece for t in tail for piece in (t[:12], t[12:])]
+    needles = [value, *fragments, _b64(value), quote(value, safe=""), *extra]
+    return Canary(name, value, tuple(dict.fromkeys(n for n in needles if len(n) >= 8)))
+
+
+def _secret(kind: str) -> str:
+    return f"canary-{kind}-{RUN}-{secrets.token_hex(12)}"
+
+
+def _pem_forms(pem: str) -> list[str]:
+    """A PEM document as it may travel: base64 of the whole (a kubeconfig's `-data` value), its body (base64
+    of the DER, as one string and line by line), and the DER in hex."""
+    lines = [line for line in pem.strip().splitlines() if not line.startswith("-----")]
+    body = "".join(lines)
+    return [_b64(pem), body, *lines, base64.b64decode(body).hex()]
+
+
+def _pem_needles(pem: str, reference: str) -> list[str]:
+    """Windows of each form of `pem`, except those that another document of the same kind (`reference`,
+    issued by the same CA at the same moment) holds too: headers, ASN.1 framing, issuer, dates."""
+    common = "\n".join(_pem_forms(reference))
+    return [w for form in _pem_forms(pem) for w in [form, *_windows(form)] if len(w) >= 16 and w not in common]
+
+
+@dataclass
+class Canaries:
+    """One canary per secret nsstuck holds, plus those it must refuse or never use."""
+
+    bot_token: str = field(default_factory=lambda: f"xoxb-7777-8888-{_secret('bot')}")
+    app_token: str = field(default_factory=lambda: f"xapp-1-A111-9999-{_secret('app')}")
+    signing_secret: str = field(default_factory=lambda: _secret("signing"))
+    bad_bot_token: str = field(default_factory=lambda: f"xoxb-7777-6666-{_secret('badbot')}")
+    db_password: str = field(default_factory=lambda: _secret("dbpw"))
+    wrong_db_password: str = field(default_factory=lambda: _secret("wrongdbpw"))
+    kube_token: str = field(default_factory=lambda: _secret("kubetoken"))
+    file_token: str = field(default_factory=lambda: _secret("tokenfile"))
+    exec_env: str = field(default_factory=lambda: _secret("execenv"))
+    exec_token: str = field(default_factory=lambda: _secret("exectoken"))
+    basic_user: str = field(default_factory=lambda: _secret("basicuser"))
+    basic_password: str = field(default_factory=lambda: _secret("basicpw"))
+    url_password: str = field(default_factory=lambda: _secret("serverurlpw"))
+    proxy_password: str = field(default_factory=lambda: _secret("proxypw"))
+    expired_token: str = field(default_factory=lambda: _secret("expired"))
+    malformed_token: str = field(default_factory=lambda: _secret("malformed"))
+    client_cert: str = ""
+    client_key: str = ""
+    reference: tuple[str, str] = ("", "")  # another certificate and key of the same CA: not secrets
+
+    def all(self) -> list[Canary]:
+        out = [
+            _canary(name, value)
+            for name, value in vars(self).items()
+            if name not in ("client_cert", "client_key", "basic_user", "basic_password", "reference") and value
+        ]
+        basic = _b64(f"{self.basic_user}:{self.basic_password}")  # the Authorization header's value
+        out.append(_canary("basic_user", self.basic_user, basic))
+        out.append(_canary("basic_password", self.basic_password, basic))
+        for name, pem, reference in (
+            ("client_key", self.client_key, self.reference[1]),
+            ("client_cert", self.client_cert, self.reference[0]),
+        ):
+            if pem:
+                out.append(Canary(name, pem, tuple(dict.fromkeys([pem, *_pem_needles(pem, reference)]))))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What an operator or a user can see
+
+
+@dataclass
+class Surfaces:
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def add(self, name: str, content: object) -> None:
+        if isinstance(content, bytes):
+            value = content.decode("utf-8", "replace") + "\n" + content.decode("latin-1")
+        elif isinstance(content, str):
+            value = content
+        else:
+            value = json.dumps(content, default=repr, sort_keys=True)
+        name = name if name not in self.texts else f"{name} #{len(self.texts)}"
+        self.texts[name] = value
+
+    def leaks(self, canaries: list[Canary]) -> list[str]:
+        found = []
+        for canary in canaries:
+            for needle in canary.needles:
+                for name, content in self.texts.items():
+                    at = content.find(needle)
+                    if at >= 0:
+                        excerpt = content[max(0, at - 80) : at + len(needle) + 40].replace("\n", "\\n")
+                        found.append(f"{canary.name} ({needle[:30]}…) in {name}: …{excerpt}…")
+                        break
+                else:
+                    continue
+                break
+        return found
+
+    def assert_clean(self, canaries: list[Canary]) -> None:
+        assert len(self.texts) > 10  # something was collected
+        assert sum(map(len, self.texts.values())) > 10_000
+        leaks = self.leaks(canaries)
+        assert not leaks, "secrets leaked:\n" + "\n".join(leaks)
+
+
+def _dump_database(url: str) -> str:
+    """Every table, every row, every column, as text; compressed columns (snapshots) decompressed."""
+    engine = create_engine(url)
+    lines: list[str] = []
+    try:
+        with engine.connect() as connection:
+            for table in sorted(inspect(connection).get_table_names()):
+                rows = connection.execute(text(f'SELECT * FROM "{table}"')).mappings().all()
+                lines.append(f"== {table} ({len(rows)} rows)")
+                for row in rows:
+                    lines.append(json.dumps({k: _cell(v) for k, v in row.items()}, sort_keys=True, default=str))
+    finally:
+        engine.dispose()
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, memoryview):
+        value = bytes(value)
+    if isinstance(value, bytes):
+        with contextlib.suppress(zlib.error):
+            value = zlib.decompress(value)
+        return value.decode("utf-8", "replace")
+    return value
+
+
+def _slack_surfaces(slack: SlackEmulator, surfaces: Surfaces, channels: list[str], users: list[str]) -> None:
+    for entry in slack.calls():
+        surfaces.add(f"slack request {entry.method}", [entry.path, entry.headers, entry.params, entry.raw_body])
+        surfaces.add(f"slack answer {entry.method}", entry.response)
+    for channel in channels:
+        for message in slack.channel_messages(channel):
+            surfaces.add(f"message in {channel}", message)
+            for reply in slack.thread(channel, str(message["ts"])):
+                surfaces.add(f"thread reply in {channel}", reply)
+        for user in users:
+            for ephemeral in slack.ephemerals(channel, user):
+                surfaces.add(f"ephemeral for {user} in {channel}", ephemeral)
+    for post in slack.webhook_posts():
+        surfaces.add("response_url post", [post.path, post.raw, post.answer])
+    for update in slack.updates():
+        surfaces.add("message update", repr(update))
+    for upload in slack.files():
+        surfaces.add(f"file {upload.filename}", [upload.title, upload.filename, upload.alt_txt])
+        surfaces.add(f"file {upload.filename} content", upload.content or b"")
+    for user in users:
+        surfaces.add(f"home view of {user}", slack.home_view(user))
+    surfaces.add("slack emulator errors", slack.server_errors)
+
+
+def _delivery(surfaces: Surfaces, what: str, delivery: Delivery) -> Delivery:
+    surfaces.add(f"bot's answer to {what}", [delivery.status, dict(delivery.headers or {}), delivery.body])
+    return delivery
+
+
+def _http_get(surfaces: Surfaces, url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            surfaces.add(f"GET {url}", [response.status, dict(response.headers), response.read()])
+            return int(response.status)
+    except urllib.error.HTTPError as e:
+        surfaces.add(f"GET {url}", [e.code, dict(e.headers), e.read()])
+        return int(e.code)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clusters: one emulator per scenario, each reached with one kind of credential
+
+
+EXEC_PLUGIN = """\
+import hashlib, json, os, sys
+secret = os.environ.get("SWEEP_EXEC_SECRET", "")
+if sys.argv[1] == "fail":
+    # a plugin that says too much when it fails (it is not ours; what it prints must not pass through)
+    print("identity provider refused SWEEP_EXEC_SECRET=" + secret, file=sys.stderr)
+    sys.exit(1)
+if hashlib.sha256(secret.encode()).hexdigest() != sys.argv[1]:
+    print("SWEEP_EXEC_SECRET is wrong or missing", file=sys.stderr)
+    sys.exit(1)
+with open(sys.argv[2], "a") as marker:
+    marker.write("token issued\\n")
+status = {"token": os.environ["SWEEP_EXEC_TOKEN"]}
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": status}))
+"""
+
+
+@dataclass
+class Cluster:
+    name: str
+    kubeconfig: Path
+    auth: str  # one of AUTH_KINDS; for the failure clusters, their name
+    namespace: str = ""
+    state: str = ""  # the scenario's expected state; "" for the failure clusters
+    emulator: Emulator | None = None
+
+
+@dataclass
+class World:
+    canaries: Canaries
+    root: Path
+    clusters: list[Cluster]
+    emulators: list[Emulator]
+    exec_marker: Path
+
+    def cluster(self, name: str) -> Cluster:
+        return next(c for c in self.clusters if c.name == name)
+
+    @property
+    def scenarios(self) -> list[Cluster]:
+        return [c for c in self.clusters if c.state]
+
+    @property
+    def failures(self) -> list[Cluster]:
+        return [c for c in self.clusters if not c.state]
+
+    def config(self, *, digest: bool) -> Path:
+        lines = ["clusters:"]
+        for cluster in self.clusters:
+            lines.append(f"  - name: {cluster.name}")
+            lines.append(f"    kubeconfig: {cluster.kubeconfig.relative_to(self.root)}")
+            if cluster.name == "prod-eu":  # the remediation flow's cluster (tests/approvals/_flow.py)
+                lines.append(f"    channels: [{OPS_CHANNEL}]")
+                lines.append(f"    approvers: [{APPROVERS}]")
+        if digest:
+            lines += ["digests:", f"  - channel: {DIGEST_CHANNEL}", "    schedule: '0 9 * * *'", "    stuck_after: 1m"]
+        path = self.root / "nsstuck.yaml"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+
+def _kubeconfig(path: Path, server: str, user: JSON, *, proxy: str | None = None) -> Path:
+    cluster: JSON = {"server": server}
+    if server.startswith("https://"):
+        cluster["certificate-authority-data"] = _b64(serving_cert()[0].read_bytes())
+    if proxy:
+        cluster["proxy-url"] = proxy  # the kubernetes Python client ignores it; nothing may show it either
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": path.stem,
+        "clusters": [{"name": path.stem, "cluster": cluster}],
+        "users": [{"name": "sweep", "user": user}],
+        "contexts": [{"name": path.stem, "context": {"cluster": path.stem, "user": "sweep"}}],
+    }
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def _user(kind: str, world_root: Path, canaries: Canaries, marker: Path) -> JSON:
+    if kind == "token":
+        return {"token": canaries.kube_token}
+    if kind == "tokenFile":
+        token_file = world_root / "token"
+        token_file.write_text(canaries.file_token + "\n")
+        return {"tokenFile": str(token_file)}
+    if kind == "exec":
+        digest = hashlib.sha256(canaries.exec_env.encode()).hexdigest()
+        return {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                "command": sys.executable,
+                "args": ["-S", str(world_root / "plugin.py"), digest, str(marker)],
+                "env": [
+                    {"name": "SWEEP_EXEC_SECRET", "value": canaries.exec_env},
+                    {"name": "SWEEP_EXEC_TOKEN", "value": canaries.exec_token},
+                ],
+                "interactiveMode": "Never",
+            }
+        }
+    if kind == "certificate":
+        return {"client-certificate-data": _b64(canaries.client_cert), "client-key-data": _b64(canaries.client_key)}
+    assert kind == "basic"
+    return {"username": canaries.basic_user, "password": canaries.basic_password}
+
+
+def _emulator() -> Emulator:
+    return Emulator(clock=FakeClock(SCENARIO_TIME), seed=0).start()
+
+
+def _admit(emu: Emulator, canaries: Canaries) -> None:
+    """The emulator accepts every canary credential: the tokens and the client certificate as one
+    identity; basic auth as its username, as the API server's basic-auth file had it (so a 403 quotes it)."""
+    for token in (canaries.kube_token, canaries.file_token, canaries.exec_token):
+        emu.add_token(IDENTITY, token)
+    emu.add_basic_auth(canaries.basic_user, canaries.basic_user, canaries.basic_password)
+
+
+def _stuck_namespace(emu: Emulator, name: str) -> None:
+    http = KubeHTTP(emu.url, emu.admin_token)
+    http.post("/api/v1/namespaces", {"metadata": {"name": name}})
+    http.post(f"/api/v1/namespaces/{name}/configmaps", {"metadata": {"name": "m", "finalizers": ["example.com/k"]}})
+    http.delete(f"/api/v1/namespaces/{name}")
+    emu.settle()
+
+
+@contextlib.contextmanager
+def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> Iterator[World]:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "kubeconfigs").mkdir()
+    (root / "plugin.py").write_text(EXEC_PLUGIN)
+    marker = root / "exec-plugin-calls"
+    world = World(canaries, root, [], [], marker)
+    try:
+        for index, name in enumerate(scenario_names):
+            emu = _emulator()
+            world.emulators.append(emu)
+            if not canaries.client_cert:  # one client certificate, trusted by every emulator of this process
+                canaries.client_cert, canaries.client_key = emu.issue_client_certificate(IDENTITY)
+                canaries.reference = emu.issue_client_certificate("reference")
+            scenario = apply_scenario(emu, name)
+            _admit(emu, canaries)
+            kind = AUTH_KINDS[index % len(AUTH_KINDS)]
+            cluster_name = "prod-eu" if name == REMEDIATED else name
+            proxy = f"http://sweep:{canaries.proxy_password}@127.0.0.1:9/"
+            kubeconfig = _kubeconfig(
+                root / "kubeconfigs" / f"{cluster_name}.yaml",
+                emu.https_url,
+                _user(kind, root, canaries, marker),
+                proxy=proxy,
+            )
+            expected = scenario.expected
+            world.clusters.append(Cluster(cluster_name, kubeconfig, kind, expected.namespace, expected.state, emu))
+        # the failure paths: a cluster that refuses a token, one that forbids us (a 403 quoting the user),
+        # one that is not there (credentials in its URL), kubeconfigs that cannot be used
+        refusing = _emulator()
+        world.emulators.append(refusing)
+        _stuck_namespace(refusing, "refused-ns")
+        _admit(refusing, canaries)
+        refusing.add_token(IDENTITY, canaries.expired_token)
+        refusing.knobs.expired_tokens.add(canaries.expired_token)
+        forbidding = _emulator()
+        world.emulators.append(forbidding)
+        _stuck_namespace(forbidding, "forbidden-ns")
+        _admit(forbidding, canaries)
+        forbidding.knobs.forbid("namespaces", verbs=("get", "list"))
+        kc = root / "kubeconfigs"
+        exec_fails = {
+            "exec": {**_user("exec", root, canaries, marker)["exec"], "args": ["-S", str(root / "plugin.py"), "fail"]}
+        }
+        bad_key = {
+            "client-certificate-data": _b64(canaries.client_cert),
+            "client-key-data": canaries.malformed_token + "!",
+        }
+        newline = {"token": f"{canaries.malformed_token}\n{canaries.kube_token}"}  # a line break inside
+        for name, server, user, namespace in (
+            ("expired", refusing.https_url, {"token": canaries.expired_token}, "refused-ns"),
+            ("forbidden", forbidding.https_url, {"token": canaries.kube_token}, "forbidden-ns"),
+            ("basic-forbidden", forbidding.https_url, _user("basic", root, canaries, marker), "forbidden-ns"),
+            (
+                "unreachable",
+                f"https://sweep:{canaries.url_password}@127.0.0.1:1",
+                {"token": canaries.kube_token},
+                "anything",
+            ),
+            ("exec-fails", refusing.https_url, exec_fails, "refused-ns"),
+            ("malformed-key", refusing.https_url, bad_key, "refused-ns"),
+            ("token-newline", refusing.https_url, newline, "refused-ns"),
+        ):
+            world.clusters.append(Cluster(name, _kubeconfig(kc / f"{name}.yaml", server, user), name, namespace))
+        broken = _kubeconfig(kc / "malformed-yaml.yaml", refusing.https_url, {"token": canaries.malformed_token})
+        unclosed = broken.read_text().replace(
+            f"token: {canaries.malformed_token}", f'token: "{canaries.malformed_token}'
+        )
+        broken.write_text(unclosed)  # a quote that never closes: not YAML
+        world.clusters.append(Cluster("malformed-yaml", broken, "malformed-yaml", "refused-ns"))
+        yield world
+    finally:
+        for emu in world.emulators:
+            emu.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the command line
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+
+def _base_env(world: World, slack: SlackEmulator, database: str, config: Path, clock: Path) -> dict[str, str]:
+    """What a command sees: every secret nsstuck holds is set, whether or not the command needs it."""
+    return {
+        "NSSTUCK_CONFIG": str(config),
+        "NSSTUCK_DATABASE_URL": database,
+        "NSSTUCK_SLACK_API_URL": slack.api_url,
+        "NSSTUCK_CLOCK_FILE": str(clock),
+        "SLACK_BOT_TOKEN": slack.bot_token,
+        "SLACK_SIGNING_SECRET": slack.signing_secret,
+        "SLACK_APP_TOKEN": slack.app_token,
+    }
+
+
+@dataclass(frozen=True)
+class Run:
+    """A command to run as a process, the exit codes it may end with and a piece of what it must say."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(repr=False)
+    codes: set[int]
+    says: str | None = None
+
+    def problems(self, outcome: Outcome) -> list[str]:
+        label = f"nsstuck {' '.join(self.argv)} (NSSTUCK_DATABASE_URL={self.env.get('NSSTUCK_DATABASE_URL')})"
+        said = outcome.out + outcome.err
+        found = []
+        if outcome.code not in self.codes:
+            found.append(f"{label} exited {outcome.code}, not {self.codes}")
+        if "Traceback" in outcome.err:
+            found.append(f"{label} printed a traceback")
+        if self.says is not None and self.says.lower() not in said.lower():
+            found.append(f"{label} did not say {self.says!r}")
+        if outcome.code != 0 and not (outcome.err.strip().splitlines() or [""])[-1].startswith("nsstuck: "):
+            found.append(f"{label} did not end with one line saying why")  # contract §1
+        return [f"{problem}:\n{said[-3000:]}" for problem in found]
+
+
+def _process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
+    """`nsstuck --log-level DEBUG ARGV` as a process, as an operator runs it."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
+    full.update(env)
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "--log-level", "DEBUG", *argv],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    label = "nsstuck " + " ".join(argv)
+    surfaces.add(f"{label}: stdout", result.stdout)
+    surfaces.add(f"{label}: stderr", result.stderr)
+    return Outcome(result.returncode, result.stdout, result.stderr)
+
+
+def _processes(surfaces: Surfaces, runs: list[Run]) -> list[tuple[Run, Outcome]]:
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        return list(zip(runs, pool.map(lambda run: _process(surfaces, run.env, *run.argv), runs), strict=True))
+
+
+@contextlib.contextmanager
+def _logs_at_debug(surfaces: Surfaces, label: str) -> Iterator[None]:
+    """Everything any logger says at DEBUG while in-process commands run."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        surfaces.add(label, stream.getvalue())
+
+
+def _in_process(surfaces: Surfaces, *argv: str) -> Outcome:
+    """`nsstuck ARGV` through the console script's own entry point, in this process (fast)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv), out=out, err=err)
+        except Exception:  # what the process would print before it dies (a traceback quotes values)
+            err.write(traceback.format_exc())
+            code = 1
+    label = "nsstuck " + " ".join(argv) + " (in process)"
+    surfaces.add(f"{label}: stdout", out.getvalue())
+    surfaces.add(f"{label}: stderr", err.getvalue())
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def _diagnose_everything(surfaces: Surfaces, world: World) -> tuple[dict[str, str], list[str]]:
+    """Every cluster, text by --cluster and JSON by --kubeconfig: the state of each JSON report, and what
+    went otherwise than it should."""
+    states: dict[str, str] = {}
+    problems: list[str] = []
+    with _logs_at_debug(surfaces, "in-process commands' logs"):
+        for cluster in world.clusters:
+            text_run = _in_process(surfaces, "diagnose", cluster.namespace, "--cluster", cluster.name, "--timeout", "3")
+            path = str(cluster.kubeconfig)
+            json_run = _in_process(
+                surfaces, "diagnose", cluster.namespace, "--kubeconfig", path, "--json", "--timeout", "3"
+            )
+            codes = {0} if cluster.state else {FAILURES[cluster.name][0]}
+            for run in (text_run, json_run):
+                if run.code not in codes or "Traceback" in run.err:
+                    problems.append(f"diagnose {cluster.name} (in process) exited {run.code}: {run.err[-2000:]}")
+            if cluster.state and json_run.code == 0:
+                states[cluster.name] = json.loads(json_run.out)["state"]
+    return states, problems
+
+
+def _malformed_configs(root: Path, canaries: Canaries) -> list[Path]:
+    """A config that is not YAML, and one where the bot token was pasted in the wrong place."""
+    broken = root / "broken.yaml"
+    broken.write_text("clusters:\n  - name: prod\n    kubeconfig: [unclosed\n")
+    pasted = root / "pasted.yaml"
+    pasted.write_text(f"clusters:\n  - name: prod\n    approvers: [{canaries.bot_token}]\n")
+    return [broken, pasted]
+
+
+def _bad_database_urls(canaries: Canaries) -> list[str]:
+    """Database URLs with a password that cannot work: no server, a port that is not a number, the
+    password as a query parameter, and a password with an '@' that was not %-encoded."""
+    password = canaries.db_password
+    half = len(password) // 2
+    return [
+        f"postgresql+psycopg://sweep:{password}@127.0.0.1:1/nsstuck",
+        f"postgresql+psycopg://sweep:{password}@127.0.0.1:notaport/nsstuck",
+        f"postgresql+psycopg://sweep@127.0.0.1:1/nsstuck?password={password}",
+        f"postgresql+psycopg://sweep:{password[:half]}@{password[half:]}@127.0.0.1:1/nsstuck",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Slack
+
+
+@contextlib.contextmanager
+def _slack(canaries: Canaries) -> Iterator[SlackEmulator]:
+    slack = SlackEmulator(
+        signing_secret=canaries.signing_secret,
+        bot_token=canaries.bot_token,
+        app_token=canaries.app_token,
+        post_message_rate=100,
+        post_message_burst=100,
+    )
+    populate_workspace(slack)
+    for index, channel in enumerate((*SWEEP_CHANNELS, DIGEST_CHANNEL)):
+        slack.add_channel(channel, f"sweep-{index}", members=[ALICE, BOB, slack.identity.bot_user_id])
+    slack.start()
+    try:
+        yield slack
+    finally:
+        slack.stop()
+
+
+def _answered(slack: SlackEmulator, channel: str, namespace: str) -> bool:
+    """The verdict is in the channel, or the user was told why there is none."""
+    if any(namespace in slack.render(m) for m in slack.channel_messages(channel)):
+        return True
+    return any(
+        "Could not diagnose" in slack.render(e) and namespace in slack.render(e)
+        for e in slack.ephemerals(channel, ALICE)
+    )
+
+
+def _quiet(slack: SlackEmulator, seconds: float = 1.5, timeout: float = 30) -> None:
+    """Until the bot has stopped calling Slack for a while (reports' threads are posted after verdicts)."""
+    deadline = time.monotonic() + timeout
+    count, since = len(slack.calls()), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = len(slack.calls())
+        if now != count:
+            count, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return
+
+
+def _wait(predicate: Callable[[], object], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _await_answers(slack: SlackEmulator, asked: list[tuple[str, Cluster]], timeout: float = 60) -> list[str]:
+    """Waits for an answer to every command and for the scheduled digest; what never came (the sweep goes
+    on, so that a leak is reported whatever else went wrong)."""
+    deadline = time.monotonic() + timeout
+    missing = ["a digest"]
+    while missing and time.monotonic() < deadline:
+        time.sleep(0.2)
+        missing = [f"an answer about {c.name} in {ch}" for ch, c in asked if not _answered(slack, ch, c.namespace)]
+        if not any("Stuck namespaces" in slack.render(m) for m in slack.channel_messages(DIGEST_CHANNEL)):
+            missing.append("a digest")
+    _quiet(slack)
+    return [f"no {what} within {timeout:g}s" for what in missing]
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweeps
+
+
+@pytest.fixture
+def canaries() -> Canaries:
+    return Canaries()
+
+
+def _drive_the_bot(bot: Running, slack: SlackEmulator, world: World, database: str, surfaces: Surfaces) -> list[str]:
+    """Everything a workspace does with the bot over HTTP: health checks, forged requests, the small
+    commands, /nsstuck for every cluster, a remediation requested, approved and applied, the Home tab;
+    then waits for every answer and the scheduled digest, and returns what did not come."""
+    driver = bot.driver
+    for path in ("/healthz", "/readyz", "/metrics", "/slack/events", "/nothing-here"):
+        _http_get(surfaces, bot.url + path)
+    for signing in ("forged", "stale", "future", "unsigned", "tampered"):
+        refused = driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL, signing=signing)
+        assert _delivery(surfaces, f"a {signing} request", refused).status == 401, signing
+    for words in ("help", "clusters", "history", "history prod-eu", "what is this"):
+        answered = driver.slash_command("/nsstuck", words, user=ALICE, channel=OPS_CHANNEL)
+        assert _delivery(surfaces, f"/nsstuck {words}", answered).status == 200
+    asked: list[tuple[str, Cluster]] = []
+    for index, cluster in enumerate(c for c in world.clusters if c.name != "prod-eu"):
+        channel = SWEEP_CHANNELS[index % len(SWEEP_CHANNELS)]
+        ack = driver.slash_command("/nsstuck", f"{cluster.name} {cluster.namespace}", user=ALICE, channel=channel)
+        assert _delivery(surfaces, f"/nsstuck {cluster.name}", ack).status == 200
+        asked.append((channel, cluster))
+
+    prod = world.cluster("prod-eu")
+    assert prod.emulator is not None
+    flow = Flow(bot, slack, prod.emulator, database, namespace=prod.namespace)
+    flow.diagnose()
+    flow.request("remove_finalizer")
+    [request] = flow.requests()
+    _delivery(surfaces, "an approval", flow.vote(int(request["id"]), BOB))
+    row = flow.wait_status(int(request["id"]), "applied", "failed", "stale")
+    assert row["status"] == "applied", row["status_reason"]
+    flow.wait_thread(f"Remediation #{request['id']}: Done")
+    _delivery(surfaces, "the Home tab", driver.event(slack.payloads.app_home_opened(ALICE)))
+
+    return _await_answers(slack, asked)
+
+
+def test_no_secret_reaches_what_anyone_can_see(
+    tmp_path: Path, slack_env: None, canaries: Canaries, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every scenario through the bot over HTTP (with a remediation and a digest) and through the command
+    line, every failure path, then Slack revokes the bot token; nothing anyone can see holds a canary."""
+    surfaces = Surfaces()
+    with build_world(tmp_path / "world", sorted(SCENARIOS), canaries) as world, _slack(canaries) as slack:
+        config = world.config(digest=True)
+        clock = tmp_path / "now"
+        clock.write_text("2026-11-23T09:00:30Z\n")  # 30 s after the digest's time: made up at start-up
+        database = f"sqlite:///{tmp_path / 'bot.db'}"
+        migrating.upgrade(database)
+        env = _base_env(world, slack, database, config, clock)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        (tmp_path / "bot").mkdir()
+        bot_env = {**FAST, "NSSTUCK_CLOCK_FILE": str(clock)}
+        debug = ("--log-level", "DEBUG")
+        with serve_process(slack, config, database, tmp_path / "bot", extra_env=bot_env, options=debug) as bot:
+            problems = _drive_the_bot(bot, slack, world, database, surfaces)
+
+            # the command line, while the bot runs: every cluster in process, each command as a process
+            states, failed = _diagnose_everything(surfaces, world)
+            problems += failed
+            outcomes = _processes(surfaces, _command_lines(world, env, tmp_path))
+
+            # Slack revokes the bot token: the bot's posts fail, so do a digest and a start
+            slack.revoke_token(slack.bot_token)
+            first = world.scenarios[0]
+            ack = bot.driver.slash_command(
+                "/nsstuck", f"{first.name} {first.namespace}", user=ALICE, channel=SWEEP_CHANNELS[0]
+            )
+            _delivery(surfaces, "/nsstuck after the token was revoked", ack)
+            clock.write_text("2026-11-23T09:05:00Z\n")  # a digest of its own, not the one made at 09:00:30
+            digest_run = ("digest", "run", "--channel", DIGEST_CHANNEL)
+            no_port = {**env, "NSSTUCK_HTTP_PORT": "1"}  # it must stop at auth.test, never get as far as serving
+            refused = [Run(digest_run, env, {0, 1}, "token_revoked"), Run(("serve",), no_port, {2}, "token_revoked")]
+            outcomes += _processes(surfaces, refused)
+
+            def refusals() -> int:
+                return sum((e.response or {}).get("error") == "token_revoked" for e in slack.calls("chat.postMessage"))
+
+            _wait(lambda: refusals() >= 1, 20, "the bot's post to be refused")
+            time.sleep(1.5)  # the outbox tries again (NSSTUCK_REPOST_SECONDS) and says so in the log
+        surfaces.add("bot log", bot.log.read_text())
+        _slack_surfaces(slack, surfaces, [OPS_CHANNEL, *SWEEP_CHANNELS, DIGEST_CHANNEL], [ALICE, BOB])
+        surfaces.add("database dump (SQLite)", _dump_database(database))
+        for file in tmp_path.glob("bot.db*"):
+            surfaces.add(f"database file {file.name}", file.read_bytes())
+        prod = world.cluster("prod-eu").emulator
+        surfaces.add("objects of the cluster nsstuck changed", snapshot(prod))
+
+        bot_posts = [e for e in slack.calls("chat.postMessage") if e.ok and e.token_kind == "bot"]
+
+    surfaces.assert_clean(canaries.all())  # first: a leak is reported whatever else went wrong
+    problems += [problem for run, outcome in outcomes for problem in run.problems(outcome)]
+    assert not problems, "\n\n".join(problems)
+    # the credentials were in use: a report from every cluster, each holding one kind of credential
+    assert {c.auth for c in world.scenarios} == set(AUTH_KINDS)
+    assert states == {c.name: c.state for c in world.scenarios}
+    assert "token issued" in world.exec_marker.read_text()  # the plugin saw its environment
+    assert bot_posts  # the bot token, the only one the Slack emulator knows, was used
+
+
+FAILURES = {  # what each failure cluster's diagnosis says, and its exit code (contract §1)
+    "expired": (3, "refuses our credentials: Unauthorized"),
+    "forbidden": (3, 'refuses our credentials: namespaces "forbidden-ns" is forbidden: User "nsstuck-sweep"'),
+    "unreachable": (3, "is unreachable: cannot connect"),
+    "exec-fails": (3, "refuses our credentials: Unauthorized"),
+    "malformed-key": (2, "the kubeconfig cannot be used"),
+    "malformed-yaml": (2, "is not valid YAML"),
+    "token-newline": (3, "the request could not be made (ValueError)"),
+    "basic-forbidden": (3, 'namespaces "forbidden-ns" is forbidden: User "***" cannot get'),
+}
+
+
+def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Run]:
+    """Each command an operator runs, as a process: a diagnosis with each kind of credential and of each
+    failure, the history, digests, the config check, the audit trail and backups; bad database URLs,
+    malformed configs, and a bot token Slack does not know."""
+    runs: list[Run] = []
+    one_per_kind = {c.auth: c for c in reversed(world.scenarios)}
+    for index, cluster in enumerate([*one_per_kind.values(), *world.failures]):
+        as_json = ("--json",) if index % 2 else ()
+        code, said = FAILURES.get(cluster.name, (0, ""))
+        argv = ("diagnose", cluster.namespace, "--cluster", cluster.name, "--timeout", "5", *as_json)
+        runs.append(Run(argv, env, {code}, said or None))
+    for argv, says in (
+        (("history",), "prod-eu"),
+        (("history", "--json"), "nsstuck.history/v1"),
+        (("digest", "run", "--dry-run"), "Stuck namespaces"),
+        (("digest", "run", "--channel", DIGEST_CHANNEL), "digest posted"),
+        (("config", "check"), "credentials set"),
+        (("audit", "export"), "nsstuck.audit/v1"),
+        (("audit", "export", "--csv"), "execution_started"),
+        (("audit", "verify"), None),
+        (("backup", "show", "1"), "ConfigMap"),
+        (("backup", "show", "1", "--raw"), "ConfigMap"),
+        (("db", "current"), "head"),
+    ):
+        runs.append(Run(argv, env, {0}, says))
+    for url in _bad_database_urls(world.canaries):
+        bad = {**env, "NSSTUCK_DATABASE_URL": url}
+        runs.append(Run(("config", "check"), bad, {0}, "database: "))
+        runs.append(Run(("history",), bad, {1, 2}, "database"))
+        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database"))
+    for path in _malformed_configs(tmp_path, world.canaries):
+        runs.append(Run(("config", "check"), {**env, "NSSTUCK_CONFIG": str(path)}, {2}, "config error"))
+    unknown = {**env, "SLACK_BOT_TOKEN": world.canaries.bad_bot_token, "SLACK_APP_TOKEN": "", "NSSTUCK_HTTP_PORT": "1"}
+    runs.append(Run(("serve",), unknown, {2}, "invalid_auth"))
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# Socket Mode, and a database that needs its password
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def sweep_database(request: pytest.FixtureRequest, tmp_path: Path, canaries: Canaries) -> Iterator[str]:
+    """SQLite, or a PostgreSQL database owned by a role that must log in with the canary password
+    (scripts/pg-test-server trusts every other connection; members of nsstuck_password_login it does not)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'sweep.db'}"
+        return
+    admin = os.environ.get("NSSTUCK_TEST_POSTGRES_URL")
+    if not admin:
+        if os.environ.get("NSSTUCK_REQUIRE_POSTGRES") == "1":
+            pytest.fail("NSSTUCK_REQUIRE_POSTGRES=1 but NSSTUCK_TEST_POSTGRES_URL is not set")
+        pytest.skip("no PostgreSQL server (run the suite through `make test`)")
+    with temporary_database(admin) as url:
+        parsed = make_url(url)
+        role = f"sweep_{secrets.token_hex(6)}"
+        dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "DO $$ BEGIN CREATE ROLE nsstuck_password_login NOLOGIN; "
+                "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+            )
+            conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{canaries.db_password}' IN ROLE nsstuck_password_login")
+            conn.execute(f'ALTER DATABASE "{parsed.database}" OWNER TO {role}')
+        try:
+            yield parsed.set(username=role, password=canaries.db_password).render_as_string(hide_password=False)
+        finally:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(f"REASSIGN OWNED BY {role} TO CURRENT_USER")
+                conn.execute(f"DROP OWNED BY {role}")
+                conn.execute(f"DROP ROLE {role}")
+
+
+SOCKET_SCENARIOS = [
+    REMEDIATED,
+    "pvc-in-use",
+    "webhook-blocks-delete",
+    "seed000-metrics-missing-endpoints",
+    "just-deleted",
+]
+
+
+def test_socket_mode_and_the_database_password_stay_hidden(
+    tmp_path: Path, slack_env: None, canaries: Canaries, sweep_database: str
+) -> None:
+    """The bot in Socket Mode (the app token in use) on each database (on PostgreSQL, with a password it
+    must give): commands, a remediation, a digest, the commands that read the database; a wrong
+    password; Slack revoking the app token."""
+    surfaces = Surfaces()
+    postgres = sweep_database.startswith("postgresql")
+    with build_world(tmp_path / "world", SOCKET_SCENARIOS, canaries) as world, _slack(canaries) as slack:
+        config = world.config(digest=True)
+        clock = tmp_path / "now"
+        clock.write_text("2026-11-23T09:00:30Z\n")
+        env = _base_env(world, slack, sweep_database, config, clock)
+        wrong = make_url(sweep_database).set(password=canaries.wrong_db_password).render_as_string(hide_password=False)
+        runs = [Run(("db", "upgrade"), env, {0}, "is at revision")]
+        if postgres:  # the server does check the password: the wrong one is refused, in words without it
+            runs += [Run(("history",), {**env, "NSSTUCK_DATABASE_URL": wrong}, {1}, "password authentication failed")]
+        outcomes = _processes(surfaces, runs)
+        (tmp_path / "bot").mkdir()
+        bot_env = {**FAST, "NSSTUCK_CLOCK_FILE": str(clock)}
+        debug = ("--log-level", "DEBUG")
+        with serve_process(
+            slack, config, sweep_database, tmp_path / "bot", socket_mode=True, extra_env=bot_env, options=debug
+        ) as bot:
+            slack.socket.wait_for_connections(1, timeout=15)
+            try:
+                problems = _drive_over_socket_mode(bot, slack, world, sweep_database, surfaces)
+                outcomes += _processes(
+                    surfaces,
+                    [
+                        Run(("history", "--json"), env, {0}, "nsstuck.history/v1"),
+                        Run(("audit", "export", "--csv"), env, {0}, "applied"),
+                        Run(("backup", "show", "1"), env, {0}, "ConfigMap"),
+                        Run(("config", "check"), env, {0}, "socket mode, credentials set"),
+                        Run(("db", "current"), env, {0}, "head"),
+                    ],
+                )
+                # Slack revokes the app token, then asks for a new connection: it cannot be opened
+                slack.revoke_token(slack.app_token)
+                slack.socket.send_disconnect("refresh_requested", close_after=0.2)
+                slack.wait_for_calls("apps.connections.open", 2, timeout=10)
+                _wait(lambda: any(e.response.get("error") == "token_revoked" for e in _opened(slack)), 10, "a refusal")
+                time.sleep(0.5)
+            finally:
+                slack.socket.drop_all()
+        surfaces.add("bot log", bot.log.read_text())
+        _slack_surfaces(slack, surfaces, [OPS_CHANNEL, *SWEEP_CHANNELS, DIGEST_CHANNEL], [ALICE, BOB])
+        surfaces.add(f"database dump ({'PostgreSQL' if postgres else 'SQLite'})", _dump_database(sweep_database))
+        for file in tmp_path.glob("sweep.db*"):
+            surfaces.add(f"database file {file.name}", file.read_bytes())
+
+        connections = [e for e in _opened(slack) if e.ok and e.token_kind == "app"]
+        bot_posts = [e for e in slack.calls("chat.postMessage") if e.ok and e.token_kind == "bot"]
+
+    surfaces.assert_clean(canaries.all())
+    problems += [problem for run, outcome in outcomes for problem in run.problems(outcome)]
+    assert not problems, "\n\n".join(problems)
+    # in use: the app token opened the connection, the bot token posted, the database took the password
+    assert connections
+    assert bot_posts
+    dump = next(text for name, text in surfaces.texts.items() if name.startswith("database dump"))
+    assert re.search(r"^== incidents \([1-9]\d* rows\)$", dump, re.MULTILINE), dump[:2000]
+    if postgres:
+        with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+            psycopg.connect(make_url(wrong).set(drivername="postgresql").render_as_string(hide_password=False))
+
+
+def _opened(slack: SlackEmulator) -> list[Any]:
+    return [e for e in slack.calls("apps.connections.open") if isinstance(e.response, dict)]
+
+
+def _drive_over_socket_mode(
+    bot: Running, slack: SlackEmulator, world: World, database: str, surfaces: Surfaces
+) -> list[str]:
+    socket = slack.socket_mode
+    asked: list[tuple[str, Cluster]] = []
+    for index, cluster in enumerate(c for c in world.clusters if c.name != "prod-eu"):
+        channel = SWEEP_CHANNELS[index % len(SWEEP_CHANNELS)]
+        ack = socket.slash_command("/nsstuck", f"{cluster.name} {cluster.namespace}", user=ALICE, channel=channel)
+        surfaces.add(f"the bot's acknowledgement of /nsstuck {cluster.name}", [ack.payload, ack.frame])
+        asked.append((channel, cluster))
+    prod = world.cluster("prod-eu")
+    assert prod.emulator is not None
+    flow = Flow(bot, slack, prod.emulator, database, namespace=prod.namespace)
+    socket.slash_command("/nsstuck", f"prod-eu {prod.namespace}", user=ALICE, channel=OPS_CHANNEL)
+    slack.wait_for(lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL") or None, timeout=30)
+    slack.wait_for(lambda: flow.buttons(flow.thread_ts()) or None, timeout=20)
+    remedy = flow.remedy_id("remove_finalizer")
+    [(ts, button)] = [(t, b) for t, b in flow.buttons(flow.thread_ts()) if b["value"].endswith(f":{remedy}")]
+    socket.click(OPS_CHANNEL, ts, button["action_id"], user=ALICE, value=button["value"])
+    slack.wait_for(lambda: flow.requests() or None, timeout=10)
+    [request] = flow.requests()
+    message = flow.request_message(int(request["id"]))
+    socket.click(OPS_CHANNEL, str(message["ts"]), "nsstuck_approve", user=BOB)
+    row = flow.wait_status(int(request["id"]), "applied", "failed", "stale")
+    assert row["status"] == "applied", row["status_reason"]
+    return _await_answers(slack, asked)
+
+
+def test_what_the_client_logs_while_loading_a_kubeconfig_is_said_again_scrubbed(
+    tmp_path: Path, canaries: Canaries, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The net in bot/kube/connecting.py: the kubernetes client logs an exec plugin's failure, with the
+    plugin's stderr, on the root logger; nsstuck holds such records back in the thread that loads the
+    kubeconfig and says them again without the kubeconfig's secrets. Other threads' records pass as they are."""
+    from bot.kube.connecting import ClusterTarget, connect
+
+    (tmp_path / "plugin.py").write_text(EXEC_PLUGIN)
+    user = _user("exec", tmp_path, canaries, tmp_path / "marker")
+    user["exec"]["args"] = ["-S", str(tmp_path / "plugin.py"), "fail"]
+    kubeconfig = _kubeconfig(tmp_path / "exec-fails.yaml", "http://127.0.0.1:1", user)
+    stop = threading.Event()
+
+    def chatter() -> None:  # another thread, logging on the root logger meanwhile
+        while not stop.is_set():
+            logging.getLogger().warning("unrelated %s", "record")
+            time.sleep(0.002)
+
+    with caplog.at_level(logging.DEBUG):
+        thread = threading.Thread(target=chatter)
+        thread.start()
+        try:
+            connect(ClusterTarget("exec-fails", kubeconfig)).close()
+        finally:
+            stop.set()
+            thread.join()
+    messages = [record.getMessage() for record in caplog.records]
+    said = [record.getMessage() for record in caplog.records if record.name == "bot.kube.connecting"]
+    assert len(said) == 1, messages
+    assert "exec: process returned 1. identity provider refused SWEEP_EXEC_SECRET=***" in said[0]
+    assert not [m for m in messages if canaries.exec_env in m or canaries.exec_token in m]
+    assert "unrelated record" in messages
