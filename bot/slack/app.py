@@ -53,7 +53,7 @@ from bot.slack import blocks, history_blocks, parsing
 from bot.slack.digest_posting import post_digest
 from bot.slack.metrics import Metrics
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
-from bot.slack.posting import Backlog, Post, Poster, message_key, retry_after
+from bot.slack.posting import Backlog, Post, Poster, message_key, pace_error, retry_after
 from bot.slack.remediating import RemediationDesk
 from bot.slack.remediation_blocks import pending_lines
 from bot.slack.shapes import USER_ID
@@ -452,11 +452,9 @@ class Bot:
                     channel=channel, ts=ts, text=message.text, blocks=list(message.blocks)
                 )
             except SlackApiError as e:
-                status = e.response.status_code
-                if status == 429:
-                    raise RateLimited(retry_after(e)) from None
-                if status >= 500:
-                    raise Transient(f"HTTP {status}") from None
+                paced = pace_error(e)
+                if paced is not None:
+                    raise paced from None
                 raise
             except OSError as e:
                 raise Transient(e.__class__.__name__) from None

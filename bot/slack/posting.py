@@ -124,12 +124,11 @@ class Poster:
                 metadata=post.metadata(),
             )
         except SlackApiError as e:
-            status = e.response.status_code
-            if status == 429:  # refused: not posted
-                raise RateLimited(retry_after(e)) from None
-            if status >= 500:  # Slack answered: whatever it did of the post is done
+            paced = pace_error(e)
+            if isinstance(paced, Transient):  # Slack answered 5xx: whatever it did of the post is done
                 post.doubt(until=self.clock())
-                raise Transient(f"HTTP {status}") from None
+            if paced is not None:  # a 429 was refused: not posted
+                raise paced from None
             log.error("chat.postMessage to %s failed: %s", post.channel, e.response.get("error"))
             self.metrics.posts.labels(result="error").inc()
             raise
@@ -157,11 +156,9 @@ class Poster:
                 ):
                     return {"ok": True, "channel": post.channel, "ts": message.get("ts"), "message": message}
         except SlackApiError as e:
-            status = e.response.status_code
-            if status == 429:
-                raise RateLimited(retry_after(e)) from None
-            if status >= 500:
-                raise Transient(f"looking for a post: HTTP {status}") from None
+            paced = pace_error(e, doing="looking for a post: ")
+            if paced is not None:
+                raise paced from None
             if e.response.get("error") == "thread_not_found":
                 return None
             if not self._unseen_warned:  # no channels:history scope, say: posting unseen, as before
@@ -195,6 +192,17 @@ class Poster:
             cursor = str((response.get("response_metadata") or {}).get("next_cursor") or "")
             if not cursor:
                 return
+
+
+def pace_error(error: SlackApiError, *, doing: str = "") -> RateLimited | Transient | None:
+    """What Slack's error means to the pacer: wait and send again (429), send again (5xx), or None:
+    a refusal that sending again would not change."""
+    status = error.response.status_code
+    if status == 429:
+        return RateLimited(retry_after(error))
+    if status >= 500:
+        return Transient(f"{doing}HTTP {status}")
+    return None
 
 
 def retry_after(error: SlackApiError) -> float:
