@@ -106,3 +106,31 @@ def test_unsupported_database_url() -> None:
     result = run_nsstuck("db", "upgrade", env={"NSSTUCK_DATABASE_URL": "mysql://x@y/z"})
     assert result.returncode == 2
     assert "unsupported database 'mysql'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql+psycopg://nsstuck:hunt@er2@127.0.0.1:1/nsstuck", "write an '@' in the password as %40"),
+        ("postgresql+psycopg://nsstuck:hunter2@127.0.0.1:notaport/nsstuck", "not a valid SQLAlchemy URL"),
+    ],
+    ids=["unencoded-at", "port-not-a-number"],
+)
+def test_a_database_url_that_cannot_work_is_named_without_its_password(url: str, message: str) -> None:
+    result = run_nsstuck("db", "upgrade", env={"NSSTUCK_DATABASE_URL": url})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0]
+    assert "Traceback" not in result.stderr
+    assert "hunt" not in result.stderr
+    assert "er2" not in result.stderr
+
+
+def test_a_password_given_as_a_query_parameter_is_hidden() -> None:
+    url = "postgresql+psycopg://nsstuck@127.0.0.1:1/nsstuck?password=hunter2&sslmode=disable"
+    result = run_nsstuck("db", "upgrade", env={"NSSTUCK_DATABASE_URL": url})
+    assert result.returncode == 1
+    assert "password=***" in result.stderr
+    assert "sslmode=disable" in result.stderr
+    assert "hunter2" not in result.stderr
