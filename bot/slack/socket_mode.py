@@ -93,18 +93,23 @@ class SwitchingClient(SocketModeClient):
             frame = json.loads(message)
         except ValueError:
             frame = None
-        if not isinstance(frame, dict) or not isinstance(frame.get("type", ""), str):
+        if not isinstance(frame, dict):
             log.warning("Socket Mode: ignored a frame that is not an envelope (%d characters)", len(message))
             return
-        request_like = frame.get("type") in _ENVELOPE_TYPES or "envelope_id" in frame or "payload" in frame
-        if request_like and not (
-            frame.get("type") in _ENVELOPE_TYPES
-            and isinstance(frame.get("envelope_id"), str)
-            and isinstance(frame.get("payload"), dict)
-            and isinstance(frame.get("accepts_response_payload", False), bool)
-        ):
-            log.warning("Socket Mode: ignored an envelope of a wrong shape (%d characters)", len(message))
-            envelope_id = frame.get("envelope_id")
+        kind, envelope_id = frame.get("type", ""), frame.get("envelope_id")
+        envelope = isinstance(kind, str) and kind in _ENVELOPE_TYPES
+        request_like = envelope or "envelope_id" in frame or "payload" in frame
+        well_formed = isinstance(kind, str) and (
+            not request_like
+            or (
+                envelope
+                and isinstance(envelope_id, str)
+                and isinstance(frame.get("payload"), dict)
+                and isinstance(frame.get("accepts_response_payload", False), bool)
+            )
+        )
+        if not well_formed:
+            log.warning("Socket Mode: ignored a frame of a wrong shape (%d characters)", len(message))
             if isinstance(envelope_id, str) and 0 < len(envelope_id) <= 200:
                 # acknowledged all the same, so that it is not sent again
                 with contextlib.suppress(Exception):
