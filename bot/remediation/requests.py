@@ -139,17 +139,20 @@ def file_request(
         raise UserError(off)
     with db.unit_of_work() as uow:
         run = uow.diagnoses.get(run_id)
-        if run is None or run.cluster != cluster.name:
-            raise UserError("That diagnosis is not on record any more; run `/nsstuck` again.")
-        diagnosis = Diagnosis.from_json(run.report)
-        if diagnosis.state is not NamespaceState.TERMINATING:
-            raise UserError("That namespace was not stuck when it was diagnosed; there is nothing to fix.")
-        remedy = find_remedy(diagnosis, remedy_id)
-        if remedy is None:
-            raise UserError("That remedy is not part of this diagnosis.")
-        refusal = policy.cannot_request(diagnosis, remedy)
-        if refusal:
-            raise UserError(refusal)
+    if run is None or run.cluster != cluster.name:
+        raise UserError("That diagnosis is not on record any more; run `/nsstuck` again.")
+    # a recorded run never changes: it is read above and judged here, outside the transaction that files
+    # the request (the database, SQLite's one writer, is not held while the CPU works)
+    diagnosis = Diagnosis.from_json(run.report)
+    if diagnosis.state is not NamespaceState.TERMINATING:
+        raise UserError("That namespace was not stuck when it was diagnosed; there is nothing to fix.")
+    remedy = find_remedy(diagnosis, remedy_id)
+    if remedy is None:
+        raise UserError("That remedy is not part of this diagnosis.")
+    refusal = policy.cannot_request(diagnosis, remedy)
+    if refusal:
+        raise UserError(refusal)
+    with db.unit_of_work() as uow:
         if run.incident_id is not None:
             incident = uow.incidents.get(run.incident_id)
             if incident is not None and incident.status != "open":

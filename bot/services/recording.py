@@ -36,6 +36,8 @@ def record(
 ) -> Recorded:
     """Commit the run (and its incident, for a terminating namespace) before anything is posted."""
     diagnosis = result.diagnosis
+    # encoded before the transaction: the database (SQLite's one writer) is not held while the CPU works
+    report, snapshot = diagnosis.to_json(), compress_snapshot(result.snapshot)
     with db.unit_of_work() as uow:
         incident = None
         if diagnosis.state is NamespaceState.TERMINATING and diagnosis.namespace_uid:
@@ -59,8 +61,8 @@ def record(
                 state=diagnosis.state.value,
                 cause=diagnosis.cause.value if diagnosis.cause else None,
                 complete=diagnosis.complete,
-                report=diagnosis.to_json(),
-                snapshot=compress_snapshot(result.snapshot),
+                report=report,
+                snapshot=snapshot,
                 post_channel=post_channel,
             )
         )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
@@ -104,19 +105,28 @@ class Database:
         self.url = url
         self.engine = make_engine(url, **engine_options)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # SQLite lets one connection write at a time, and a connection that finds the file locked sleeps
+        # and tries again (after 1, 2, 5, 10, 15, 20, 25 ms...): under load, a short write waited up to
+        # ten times its length behind another. Within this process, transactions take turns here
+        # instead, and the next one starts the moment the last one ends. (Other processes, the CLI
+        # beside a running bot, still meet SQLite's own lock and wait for it.)
+        self._turns: AbstractContextManager[Any] = (
+            threading.RLock() if self.engine.dialect.name == "sqlite" else nullcontext()
+        )
 
     @contextmanager
     def unit_of_work(self) -> Iterator[UnitOfWork]:
         """Commit when the block ends normally, roll back when it raises, close either way."""
-        session = self._sessions()
-        try:
-            yield UnitOfWork(session)
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
-        finally:
-            session.close()
+        with self._turns:
+            session = self._sessions()
+            try:
+                yield UnitOfWork(session)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+            finally:
+                session.close()
 
     def dispose(self) -> None:
         self.engine.dispose()
