@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from bench._emulators import emulated_clusters
 from bench._fleet import NOW
 from bench._report import finish
 from bot.kube.collecting import remaining_types
@@ -51,60 +52,6 @@ STUCK_AFTER = timedelta(hours=1)
 
 
 # -- the emulated fleet ------------------------------------------------------------------------------
-
-
-def start_fleet(
-    *, clusters: int, processes: int, latency_ms: float, namespaces: int, stuck: int, work: Path
-) -> tuple[list[subprocess.Popen[str]], list[Path]]:
-    """Emulator processes serving `clusters` clusters between them; returns them and the kubeconfigs."""
-    (work / "kubeconfigs").mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    if (namespaces, stuck) != (1000, 5):
-        env["BENCH_FLEET_SHAPE"] = f"{namespaces},{stuck}"
-    servers: list[subprocess.Popen[str]] = []
-    share = -(-clusters // processes)
-    for first in range(0, clusters, share):
-        command = [
-            sys.executable,
-            "-m",
-            "tests.fakes.kubeapi",
-            "--clusters",
-            str(min(share, clusters - first)),
-            "--first-index",
-            str(first),
-            "--kubeconfig-dir",
-            str(work / "kubeconfigs"),
-            "--build",
-            "bench._fleet:build_from_env",
-            "--fake-clock",
-            "--no-background-controllers",
-            "--latency-ms",
-            str(latency_ms),
-        ]
-        servers.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO))
-    kubeconfigs: dict[int, Path] = {}
-    for server in servers:
-        assert server.stdout is not None
-        for line in server.stdout:
-            if line.startswith("CLUSTER "):
-                _, index, _, path = line.split()
-                kubeconfigs[int(index)] = Path(path)
-            elif line.strip() == "READY":
-                break
-        else:
-            stop_fleet(servers)
-            raise SystemExit(f"an emulator process exited early (code {server.wait()})")
-    return servers, [kubeconfigs[i] for i in sorted(kubeconfigs)]
-
-
-def stop_fleet(servers: list[subprocess.Popen[str]]) -> None:
-    for server in servers:
-        server.terminate()
-    for server in servers:
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def write_config(work: Path, kubeconfigs: list[Path]) -> Path:
@@ -357,15 +304,15 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="nsstuck-bench-digest-"))
     t0 = time.perf_counter()
-    servers, kubeconfigs = start_fleet(
-        clusters=args.clusters,
+    shape = {"BENCH_FLEET_SHAPE": f"{args.namespaces},{args.stuck}"}
+    with emulated_clusters(
+        args.clusters,
         processes=args.server_processes,
         latency_ms=args.latency_ms,
-        namespaces=args.namespaces,
-        stuck=args.stuck,
         work=work,
-    )
-    try:
+        build="bench._fleet:build_from_env",
+        env=shape,
+    ) as (kubeconfigs, _):
         print(
             f"built {args.clusters} clusters of {args.namespaces} namespaces ({args.stuck} stuck each) in "
             f"{args.server_processes} emulator processes in {time.perf_counter() - t0:.1f}s"
@@ -407,8 +354,6 @@ def main(argv: list[str] | None = None) -> int:
         _, naive_rss, out = run_measured([*me, "--child", "naive", "--limit", str(naive_clusters)], env=env)
         naive = json.loads(out)
         naive_seconds = naive["seconds"] * args.clusters / naive_clusters
-    finally:
-        stop_fleet(servers)
 
     expected = args.clusters * args.stuck
     speedup = naive_seconds / build_seconds

@@ -126,6 +126,10 @@ class Bot:
         # few at once: each diagnosis already fans out on its own pool, and acknowledgements (which
         # Slack wants within 3 s) must not queue behind CPU-bound work for the interpreter lock
         self.work = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
+        # a recorded run is posted from here, not from `work`: its posts wait for Slack's pace (its report
+        # goes a second after its verdict, in the same channel), and a diagnosis worker that waited with
+        # them would leave the next commands queued (at 200 commands a minute, for half a minute)
+        self.posting = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-post")
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         try:  # Bolt calls auth.test here: a bad token or an unreachable Slack fails now, clearly
             self.app = App(
@@ -157,6 +161,7 @@ class Bot:
 
     def close(self) -> None:
         self.work.shutdown(wait=True, cancel_futures=False)
+        self.posting.shutdown(wait=True, cancel_futures=False)  # after `work`, which hands runs to it
         self.pacer.close()
 
     # -- the slash command -----------------------------------------------------------------------
@@ -263,7 +268,7 @@ class Bot:
         # committed first: if Slack is down now, the outbox job posts it when Slack answers again
         recorded = self._record_durably(result, user=user, channel=channel, respond=respond)
         if recorded is not None:
-            self.deliver(recorded.run_id)
+            self.posting.submit(self.deliver, recorded.run_id)
 
     def _record_durably(self, result: DiagnosisResult, *, user: str, channel: str, respond: Respond) -> Recorded | None:
         """Record an acknowledged diagnosis, waiting out a database outage (a restart, a fail-over) for up
