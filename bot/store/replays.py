@@ -15,16 +15,25 @@ class SeenRequestRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def first_sighting(self, signature: str, request_ts: int) -> bool:
-        """Record `signature`; True when it was not on record (the request is new), False for a replay."""
+    def first_sightings(self, sightings: list[tuple[str, int]]) -> list[bool]:
+        """Record each (signature, signed at), in one statement; for each, in order, True when its signature
+        was not on record (the request is new), False for a replay (of one signature twice, the second)."""
+        if not sightings:
+            return []
         insert = pg_insert if self._session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        now = utcnow()
         statement = (
             insert(SeenRequest)
-            .values(signature=signature, request_ts=request_ts, seen_at=utcnow())
+            .values([{"signature": sig, "request_ts": ts, "seen_at": now} for sig, ts in sightings])
             .on_conflict_do_nothing(index_elements=["signature"])
             .returning(SeenRequest.signature)
         )
-        return self._session.execute(statement).scalar_one_or_none() is not None
+        new = set(self._session.execute(statement).scalars())
+        firsts = []
+        for signature, _ in sightings:
+            firsts.append(signature in new)
+            new.discard(signature)
+        return firsts
 
     def prune(self, before_ts: int) -> int:
         """Forget the requests signed before `before_ts` (epoch seconds); how many were forgotten."""

@@ -4,6 +4,7 @@ do nothing; Slack's own retries are not mistaken for replays."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from bot.slack.signing import WINDOW_SECONDS, RequestGate, Verdict, signature_of
 from bot.store.database import Database
@@ -196,6 +197,42 @@ def test_of_many_at_once_one_gets_in(database: Database) -> None:
     with ThreadPoolExecutor(max_workers=12) as pool:
         verdicts = Counter(pool.map(lambda _: gate.check(*request), range(24)))
     assert verdicts == Counter({Verdict.REPLAYED: 23, Verdict.ACCEPTED: 1})
+
+
+def test_requests_that_arrive_together_are_recorded_together(database: Database) -> None:
+    """A group commit: while one transaction records a signature, the requests that arrive meanwhile
+    wait and are recorded in the next one, all at once; each is let in only after its record is
+    committed, and a replay within the same group is still refused."""
+    gate = RequestGate(SIGNING_SECRET, database)
+    commits: list[float] = []
+    first_commit = threading.Event()
+
+    def slow_commit(_connection: Any) -> None:
+        commits.append(time.monotonic())
+        first_commit.set()
+        time.sleep(0.2)  # the first commit holds the others back long enough for all of them to queue
+
+    event.listen(database.engine, "commit", slow_commit)
+    try:
+        now = int(time.time())
+        requests = [signed(f"n={k}".encode(), now) for k in range(20)]
+        answered: dict[int, float] = {}
+
+        def send(k: int) -> Verdict:
+            if k:
+                first_commit.wait(5)
+            verdict = gate.check(*requests[k % 20])
+            answered[k] = time.monotonic()
+            return verdict
+
+        with ThreadPoolExecutor(max_workers=25) as pool:
+            verdicts = list(pool.map(send, range(25)))  # 20 requests, 5 of them sent twice
+    finally:
+        event.remove(database.engine, "commit", slow_commit)
+    assert Counter(verdicts) == Counter({Verdict.ACCEPTED: 20, Verdict.REPLAYED: 5})
+    assert recorded(database) == {r[2] for r in requests}
+    assert len(commits) == 2  # the first request's, then the 24 others' together (one at a time: 25)
+    assert all(answered[k] > commits[-1] for k in range(1, 25))  # none let in before its commit
 
 
 def test_without_its_database_the_gate_still_refuses_a_replay_to_this_replica(tmp_path: Path) -> None:
