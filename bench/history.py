@@ -38,7 +38,7 @@ from typing import Any
 import psycopg
 from sqlalchemy import text
 
-from bench._report import finish
+from bench._report import finish, percentile
 from bot.services.history import history
 from bot.store import migrating
 from bot.store.database import Database
@@ -162,8 +162,7 @@ def timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
         start = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    p99 = samples[min(len(samples) - 1, round(0.99 * (len(samples) - 1)))]
+    p99 = percentile(samples, 99)
     return {"p50_ms": round(statistics.median(samples), 2), "p99_ms": round(p99, 2), "runs": runs}
 
 

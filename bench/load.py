@@ -61,7 +61,7 @@ from sqlalchemy import create_engine, text
 
 from bench._emulators import emulated_clusters
 from bench._load_fleet import namespace_of, remediable
-from bench._report import Check, finish
+from bench._report import Check, finish, percentile
 from bot.store import migrating
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import Delivery
@@ -84,11 +84,6 @@ def channel(k: int) -> str:
 
 def cluster(k: int) -> str:
     return f"cluster-{k:02d}"
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def spread(values: list[float]) -> dict[str, float]:

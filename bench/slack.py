@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from bench._report import finish
+from bench._report import finish, percentile
 from bot.store import migrating
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
@@ -29,11 +29,6 @@ from tests.fakes.slackapi.pytest_plugin import ALICE, populate_workspace
 from tests.slack._bot import serve_process
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,7 +69,7 @@ class RequestGate:
     The signatures of requests that arrive together are recorded together, in one transaction (a
     group commit): the first to come writes, the others wait for that write and go in the next one,
     all of theirs at once. Fifty commands at the same moment made fifty commits one after the other
-    (SQLite has one writer), the last answered in 100 ms or more; now a few. No request is let in
+    (SQLite has one writer), the last waiting some 60 ms for its turn; now a few. No request is let in
     before its record is committed."""
 
     def __init__(self, signing_secret: str, db: Database, *, clock: Callable[[], float] = time.time) -> None:

@@ -61,14 +61,16 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         # plain postgresql:// would pick psycopg2, which we do not ship
         parsed = parsed.set(drivername="postgresql+psycopg")
-    # enough pooled connections for the threads that use the database at once (Slack's requests, the
-    # diagnosis and posting workers): past the pool, SQLAlchemy opens a connection and closes it after
-    # use, and each is a new PostgreSQL backend process (a fork and a login) on the server's CPU
-    options: dict[str, Any] = {"pool_pre_ping": True}
-    if "poolclass" not in kwargs:
-        options.update(pool_size=20, max_overflow=20)
+    options: dict[str, Any]
     if parsed.get_backend_name() == "sqlite":
         options = {"connect_args": {"check_same_thread": False, "timeout": 30}}
+    else:
+        options = {"pool_pre_ping": True}
+        if "poolclass" not in kwargs:
+            # enough pooled connections for the threads that use the database at once (Slack's requests,
+            # the diagnosis and posting workers): past the pool, SQLAlchemy opens a connection and closes
+            # it after use, and each is a new PostgreSQL backend process (a fork and a login)
+            options.update(pool_size=20, max_overflow=20)
     options.update(kwargs)
     try:
         engine = create_engine(parsed, **options)
