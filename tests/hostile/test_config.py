@@ -3,7 +3,6 @@ naming the file, the key and the problem; YAML bombs and deep nesting are refuse
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.errors import ConfigError
-from bot.settings import AppConfig, load_config
+from bot.settings import MAX_CONFIG_BYTES, AppConfig, load_config
 
 MAX_KEY = 160
 MAX_PROBLEM = 360
@@ -118,16 +117,16 @@ def test_yaml_bombs_are_refused_at_once(workdir: Path, fanout: int, levels: int,
             lines.append(f"l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * fanout) + "]")
     lines.append(f"{where}: *l{levels - 1}")
     tracemalloc.start()
-    started = time.monotonic()
     try:
         result = load(workdir, "\n".join(lines) + "\n")
-        elapsed = time.monotonic() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert isinstance(result, ConfigError)
-    assert elapsed < 2.0
-    assert peak < 50 * 2**20
+    # "At once" is shown by what was built, not by a stopwatch (a loaded CI machine stretches any
+    # wall-clock bound): reading the file takes a buffer of MAX_CONFIG_BYTES; a single expansion of
+    # the smallest bomb here (100,000 values) would take several times what is left.
+    assert peak < MAX_CONFIG_BYTES + 3 * 2**20, peak
     if (fanout**levels) > 200_000 or (merge and fanout ** (levels - 1) > 200_000):
         assert "YAML bomb" in result.problem
 
