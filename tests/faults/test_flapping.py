@@ -11,13 +11,12 @@ from bot.domain.findings import Action, Cause
 from bot.services.diagnosing import DiagnosisResult
 from bot.services.scanning import scan_cluster
 from tests.faults._support import (
-    DEADLINE,
     KIALI_GAP,
     KIALI_GROUP,
     KIALI_LIST,
     KIALIS,
-    MARGIN,
     NAMESPACE,
+    ROOMY,
     Cluster,
     Fault,
     assert_partial,
@@ -51,7 +50,7 @@ def test_a_group_that_alternates_is_listed(cluster: Cluster, skip: int) -> None:
     assert diagnosis.cause is Cause.ORPHANED_FINALIZER
     assert [(o.kind, o.name) for o in diagnosis.findings[0].objects] == [("Kiali", "kiali")]
     assert Action.FORCE_FINALIZE_NAMESPACE in offered(diagnosis)  # every piece of evidence is there
-    assert elapsed <= DEADLINE + MARGIN
+    assert elapsed < ROOMY  # it ended when the collection was done, not at its deadline
 
 
 def test_a_group_whose_lists_fail_twice_is_a_gap(cluster: Cluster) -> None:

@@ -12,9 +12,11 @@ from bot.kube.connecting import connect
 from bot.kube.transport import CallError, Transport
 from tests.faults._support import (
     APISERVICES,
+    BITING,
     DEADLINE,
     INTERNAL_ERROR,
     MARGIN,
+    ROOMY,
     Cluster,
     Fault,
     assert_partial,
@@ -41,7 +43,7 @@ def test_a_short_retry_after_is_waited_for_and_the_report_is_complete(cluster: C
 
     assert rule.hits == 1
     assert cluster.requests(APISERVICES) == 2  # the 429, then the retry
-    assert 1.0 <= elapsed <= DEADLINE + MARGIN  # it did wait the second the server asked for
+    assert 1.0 <= elapsed < ROOMY  # it did wait the second the server asked for, and ended then
 
 
 def test_a_retry_after_beyond_the_deadline_is_a_gap_at_once(cluster: Cluster) -> None:
@@ -52,13 +54,13 @@ def test_a_retry_after_beyond_the_deadline_is_a_gap_at_once(cluster: Cluster) ->
     fault = Fault("429", lambda emu: None, APISERVICES_GAP, "unavailable", "not retried: a retry after 30s would not")
     assert_partial(result.diagnosis, fault)
     assert cluster.requests(APISERVICES) == 1
-    assert elapsed < DEADLINE  # nothing waited for a retry that could not be made
+    assert elapsed < ROOMY  # nothing waited for a retry that could not be made
 
 
 def test_a_429_that_keeps_coming_is_retried_a_bounded_number_of_times(cluster: Cluster) -> None:
     cluster.emu.knobs.inject_fault(APISERVICES, 429, too_many_requests(1), {"Retry-After": "1"})
 
-    result, elapsed = cluster.diagnose()
+    result, elapsed = cluster.diagnose(**BITING)
 
     assert_partial(result.diagnosis, Fault("429", lambda emu: None, APISERVICES_GAP, "unavailable", "not retried"))
     # a second apart while one more fits before the 3 s deadline: at 0, 1 and 2 s (at 0 and 1 s on a
@@ -83,7 +85,7 @@ def test_a_server_error_that_stays_is_retried_once_and_is_a_gap(cluster: Cluster
 
     assert_partial(result.diagnosis, Fault("500", lambda emu: None, APISERVICES_GAP, "error", "leader changed"))
     assert cluster.requests(APISERVICES) == 2
-    assert elapsed < DEADLINE
+    assert elapsed < ROOMY  # it did not retry until the deadline
 
 
 def test_a_page_whose_connection_was_reset_once_is_asked_again(cluster: Cluster) -> None:

@@ -13,7 +13,6 @@ from bot.domain.findings import Action
 from bot.services.scanning import scan_cluster
 from tests.faults._support import (
     CULPRIT_FAULTS,
-    DEADLINE,
     FAULTS,
     MARGIN,
     NAMESPACE,
@@ -44,7 +43,7 @@ def test_the_stuck_namespace_is_reported_whatever_the_fault(cluster: Cluster, fa
     assert entry.error is None
     assert entry.result is not None
     diagnosis = entry.result.diagnosis
-    assert elapsed <= DEADLINE + MARGIN
+    assert elapsed <= fault.deadline + MARGIN
     if fault.in_scan:
         assert_partial(diagnosis, fault)
         return
