@@ -132,7 +132,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
 
     prune = partial(prune_snapshots, bot.deps.db, keep=timedelta(days=settings.snapshot_retention_days))
     follow = partial(
-        follow_up, bot.deps.db, config=config, config_path=ctx.config_path, diagnoser=bot.deps.diagnoser, notifier=bot
+        follow_up, bot.deps.db, config=config, config_path=ctx.config_path, diagnoser=bot.diagnose, notifier=bot
     )
     gc.freeze()  # everything imported and built so far lives as long as the process: keep it out of the GC's way
     scheduler = scheduling.start(

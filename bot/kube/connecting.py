@@ -9,10 +9,13 @@ a kubeconfig (an exec plugin's failure, with the plugin's own stderr) is said ag
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from kubernetes.config import incluster_config as k8s_incluster_config
 from kubernetes.config import kube_config as k8s_kube_config
 from kubernetes.config.config_exception import ConfigException
 
@@ -62,15 +66,27 @@ class Connection:
         self.api_client = api_client
         self.secrets = secrets
         self.host = host
+        # the files its configuration was read from, and what they were then (ConnectionCache)
+        self.files: tuple[str, ...] = ()
+        self.fingerprint: Fingerprint = ()
+        # the server refused its credentials (401): a kept connection is not lent again (ConnectionCache)
+        self.refused = False
+        self.leases = 0  # how many times a ConnectionCache has lent it
 
     def scrub(self, text: str) -> str:
-        for secret in self.secrets:
+        secrets = self.secrets
+        if self.api_client is not None:
+            # and the credentials as they are now: the client renews an exec plugin's token (or an
+            # in-cluster token) before a request once it has expired, after we read the first one
+            secrets = _secrets_of(self.api_client.configuration, secrets)
+        for secret in secrets:
             if secret:
                 text = text.replace(secret, "***")
         return text
 
     def close(self) -> None:
-        self.api_client.close()
+        self.api_client.close()  # its thread pool only: the client leaves its sockets to the collector
+        self.api_client.rest_client.pool_manager.clear()
 
 
 log = logging.getLogger(__name__)
@@ -112,35 +128,69 @@ def _strings(node: Any, key: str = "") -> Iterator[str]:
         yield node.strip()
 
 
-def _kubeconfig_secrets(target: ClusterTarget) -> tuple[str, ...]:
-    """The credentials of every user of the target's kubeconfig(s), and the user part of every server URL,
-    read before the client loads them so that what it says while loading can be scrubbed too."""
+def _config_paths(target: ClusterTarget) -> list[str]:
+    """The files the target's configuration is read from."""
     if target.in_cluster:
-        return ()
-    paths = (
-        [str(target.kubeconfig)]
-        if target.kubeconfig
-        else k8s_kube_config.KUBE_CONFIG_DEFAULT_LOCATION.split(os.pathsep)
-    )
+        return [k8s_incluster_config.SERVICE_TOKEN_FILENAME, k8s_incluster_config.SERVICE_CERT_FILENAME]
+    default = k8s_kube_config.KUBE_CONFIG_DEFAULT_LOCATION.split(os.pathsep)
+    paths = [str(target.kubeconfig)] if target.kubeconfig else default
+    return [os.path.expanduser(path) for path in paths]
+
+
+# the files a kubeconfig's users and clusters may name, which the client reads once, as it loads it
+_FILE_KEYS = ("tokenFile", "client-certificate", "client-key", "certificate-authority")
+
+
+def _kubeconfig_secrets(target: ClusterTarget) -> tuple[tuple[str, ...], list[str]]:
+    """The credentials of every user of the target's kubeconfig(s), and the user part of every server URL,
+    read before the client loads them so that what it says while loading can be scrubbed too; and the
+    files its users and clusters name (a token file, certificates), made absolute."""
+    if target.in_cluster:
+        return (), []
     values: list[str] = []
-    for path in paths:
+    files: list[str] = []
+    for path in _config_paths(target):
         try:
-            with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as file:
+            with open(path, encoding="utf-8", errors="replace") as file:
                 document = yaml.safe_load(file)
         except (OSError, yaml.YAMLError, ValueError):
             continue  # the client's own loading says what is wrong with it
         if not isinstance(document, dict):
             continue
-        for user in document.get("users") or ():
-            if isinstance(user, dict):
-                values += _strings(user.get("user"))
+        entries = [u.get("user") for u in document.get("users") or () if isinstance(u, dict)]
+        for user in entries:
+            values += _strings(user)
         for cluster in document.get("clusters") or ():
             server = (cluster.get("cluster") or {}) if isinstance(cluster, dict) else {}
+            if not isinstance(server, dict):
+                continue
+            entries.append(server)
             for key in ("server", "proxy-url"):
-                if isinstance(server, dict) and isinstance(server.get(key), str):
+                if isinstance(server.get(key), str):
                     parts = urlsplit(server[key])
                     values += [parts.password or "", parts.username or ""]
-    return tuple(sorted({v for v in values if len(v) >= 4}, key=len, reverse=True))
+        for entry in entries:
+            for key in _FILE_KEYS:
+                named = entry.get(key) if isinstance(entry, dict) else None
+                if isinstance(named, str) and named and "\0" not in named:
+                    files.append(os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(named)))
+    return tuple(sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)), files
+
+
+Fingerprint = tuple[tuple[int, int, int, int] | None, ...]
+
+
+def _fingerprint(paths: tuple[str, ...]) -> Fingerprint:
+    """What the files are now (device, inode, size, modification time; None for one that is not there)."""
+    stats: list[tuple[int, int, int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            stats.append(None)
+        else:
+            stats.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+    return tuple(stats)
 
 
 def _shown_host(host: str) -> str:
@@ -155,20 +205,26 @@ def _stripped(configuration: Any) -> None:
     """Credentials as client-go reads them: a token file's trailing newline (`echo $TOKEN > file`) is
     not part of the token. The Python client sends it, and fails to build the header, quoting it."""
 
-    def strip(config: Any) -> None:
-        for key, value in list((config.api_key or {}).items()):
-            if isinstance(value, str):
-                config.api_key[key] = value.strip()
+    def strip(api_key: dict[str, Any]) -> dict[str, Any]:
+        return {key: value.strip() if isinstance(value, str) else value for key, value in api_key.items()}
 
     hook = configuration.refresh_api_key_hook
     if hook is not None:  # the client sets the token again before every request, as it was read
+        turn = threading.Lock()
 
         def refreshed(config: Any) -> None:
-            hook(config)
-            strip(config)
+            # The hook writes the token as it was read into the configuration every request shares: a
+            # request made in another thread at that moment would send it unstripped. It writes into a
+            # scratch copy instead, and the stripped credentials replace the old ones in one assignment.
+            # One hook at a time: an expired exec plugin token is renewed once, not by every worker.
+            with turn:
+                scratch = copy.copy(config)
+                scratch.api_key = dict(config.api_key or {})
+                hook(scratch)
+                config.api_key = strip(scratch.api_key)
 
         configuration.refresh_api_key_hook = refreshed
-    strip(configuration)
+    configuration.api_key = strip(configuration.api_key or {})
 
 
 class _LoaderLogs(logging.Filter):
@@ -215,7 +271,11 @@ def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
     """A client for the target. Raises UserError for a kubeconfig or context that cannot work."""
     configuration = k8s_client.Configuration()
     _guard_temp_files()
-    known = _kubeconfig_secrets(target)
+    # the files as they are before they are read: a change from now on gives up a kept client
+    paths = _config_paths(target)
+    fingerprint = _fingerprint(tuple(paths))
+    known, named = _kubeconfig_secrets(target)
+    fingerprint += _fingerprint(tuple(named))
     scrubber = Connection(target, None, known, "")  # for what is said before the client is made
     where = "in-cluster configuration" if target.in_cluster else f"kubeconfig {target.kubeconfig or '(default)'}"
     held: list[logging.LogRecord] = []
@@ -249,7 +309,133 @@ def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
     configuration.connection_pool_maxsize = max(pool_size, 4)
     configuration.retries = False
     api_client = k8s_client.ApiClient(configuration)
-    return Connection(target, api_client, _secrets_of(configuration, known), _shown_host(str(configuration.host)))
+    connection = Connection(target, api_client, _secrets_of(configuration, known), _shown_host(str(configuration.host)))
+    connection.files, connection.fingerprint = (*paths, *named), fingerprint
+    return connection
+
+
+@dataclass(eq=False)
+class _Kept:
+    connection: Connection
+    made: float
+    used: float
+    leases: int = 0  # held now
+    retired: bool = False  # out of the cache; closed when its last lease ends
+
+
+class ConnectionCache:
+    """Clients kept between diagnoses, one per cluster, as client-go keeps its transports.
+
+    A diagnosis that connects afresh reads and parses the kubeconfig twice, builds a client and opens
+    every connection again (a TLS handshake and a new SSL context each, up to one per collecting
+    worker): CPU that a burst of commands takes from the threads that must acknowledge Slack at once.
+    A kept client is lent again while it is sound, and given up (closed once no one holds it):
+    - when a file its configuration was read from changes: the kubeconfig and the files it names (a
+      token file, certificates, a CA), or an in-cluster token or CA;
+    - when the server refused its credentials (a 401), so that the next lease loads them again (an
+      exec plugin is run again; client-go does the same on a 401);
+    - after `max_age` seconds in any case, for credentials that change with no file to tell (an exec
+      plugin's token given without an expiry);
+    - after `idle` seconds unused, so that an idle bot holds no connections (looked at on each lease).
+    A kubeconfig that cannot work is not kept: each lease says so again. Writes do not use it (a
+    kept connection that the server has closed fails a request that must not be sent twice).
+    """
+
+    def __init__(
+        self,
+        *,
+        pool_size: int = 32,
+        max_age: float = 300.0,
+        idle: float = 90.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pool_size = pool_size
+        self.max_age = max_age
+        self.idle = idle
+        self.clock = clock
+        self._kept: dict[ClusterTarget, _Kept] = {}
+        self._making: dict[ClusterTarget, threading.Lock] = {}  # one connect at a time per target
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @contextmanager
+    def lease(self, target: ClusterTarget) -> Iterator[Connection]:
+        """A connection to the target for the `with` block. Raises UserError as `connect` does."""
+        kept = self._acquire(target)
+        try:
+            yield kept.connection
+        finally:
+            self._release(kept)
+
+    def close(self) -> None:
+        """Close every kept connection (one still lent is closed when its lease ends)."""
+        with self._lock:
+            self._closed = True
+            done = [self._retire(kept) for kept in list(self._kept.values())]
+        for connection in done:
+            if connection is not None:
+                connection.close()
+
+    def _acquire(self, target: ClusterTarget) -> _Kept:
+        with self._lock:
+            idle = self._sweep()
+            kept = self._kept.get(target)
+            making = self._making.setdefault(target, threading.Lock())
+        for connection in idle:
+            connection.close()
+        # the files are looked at outside the lock (a stat each; a slow file system stalls only this lease)
+        if kept is not None and self._lend(kept, _fingerprint(kept.connection.files)):
+            return kept
+        with making:
+            with self._lock:
+                kept = self._kept.get(target)  # made by another lease while this one waited?
+            if kept is not None and self._lend(kept, _fingerprint(kept.connection.files)):
+                return kept
+            connection = connect(target, pool_size=self.pool_size)
+            connection.leases = 1
+            now = self.clock()
+            with self._lock:
+                kept = _Kept(connection, made=now, used=now, leases=1, retired=self._closed)
+                if not self._closed:
+                    self._kept[target] = kept
+            return kept
+
+    def _lend(self, kept: _Kept, fingerprint: Fingerprint) -> bool:
+        """Lease the kept connection if it may still be lent; otherwise give it up."""
+        with self._lock:
+            connection = kept.connection
+            if kept.retired:
+                return False
+            if connection.refused or connection.fingerprint != fingerprint or self.clock() - kept.made > self.max_age:
+                done = self._retire(kept)
+            else:
+                kept.leases += 1
+                connection.leases += 1
+                return True
+        if done is not None:
+            done.close()
+        return False
+
+    def _release(self, kept: _Kept) -> None:
+        with self._lock:
+            kept.leases -= 1
+            kept.used = self.clock()
+            done = kept.retired and kept.leases == 0
+        if done:
+            kept.connection.close()
+
+    def _retire(self, kept: _Kept) -> Connection | None:
+        """Take it out of the cache (under the lock); its connection when no one holds it, to close."""
+        if self._kept.get(kept.connection.target) is kept:
+            del self._kept[kept.connection.target]
+        kept.retired = True
+        return kept.connection if kept.leases == 0 else None
+
+    def _sweep(self) -> list[Connection]:
+        """Take out what has not been lent for `idle` seconds (under the lock); their connections."""
+        now = self.clock()
+        stale = [k for k in self._kept.values() if k.leases == 0 and now - k.used > self.idle]
+        return [c for c in (self._retire(k) for k in stale) if c is not None]
 
 
 def _load(target: ClusterTarget, configuration: Any) -> None:

@@ -169,6 +169,8 @@ class Transport:
             if not e.status and e.body is None:
                 # not an answer: the client failed on its side, e.g. a TLS handshake (status 0)
                 raise CallError("connection", self.connection.scrub(_client_failure(str(e.reason or "")))) from None
+            if e.status == 401:
+                self.connection.refused = True  # its credentials are loaded again before it is lent again
             text = e.body.decode("utf-8", "replace") if isinstance(e.body, bytes) else str(e.body or "")
             message, reason = _status_message(int(e.status or 0), text)
             raise CallError(

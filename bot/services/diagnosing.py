@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 from bot.diagnosis.engine import diagnose
 from bot.domain.findings import Diagnosis
 from bot.domain.snapshot import NamespaceSnapshot
+from bot.errors import ClusterUnreachableError
 from bot.kube.collecting import CollectOptions, Collector, utcnow
-from bot.kube.connecting import ClusterTarget, connect
+from bot.kube.connecting import ClusterTarget, Connection, ConnectionCache, connect
 from bot.kube.transport import Transport
 
 
@@ -28,14 +30,52 @@ def diagnose_namespace(
     *,
     options: CollectOptions | None = None,
     clock: Callable[[], datetime] = utcnow,
+    connections: ConnectionCache | None = None,
 ) -> DiagnosisResult:
-    """Collect and diagnose. Raises ClusterUnreachableError or UserError; every other failure is a gap."""
+    """Collect and diagnose, with a client of `connections` (a fresh one, closed after, without).
+    Raises ClusterUnreachableError or UserError; every other failure is a gap."""
     options = options or CollectOptions()
     started = time.monotonic()
+    try:
+        snapshot = _collect(target, namespace, options, clock, connections)
+    except _Renew:
+        # a kept client whose credentials the server no longer takes (an exec plugin's token revoked
+        # before its expiry): once more, with the credentials loaded again
+        snapshot = _collect(target, namespace, options, clock, connections)
+    return DiagnosisResult(diagnose(snapshot), snapshot, int((time.monotonic() - started) * 1000))
+
+
+class _Renew(Exception):
+    pass
+
+
+def _collect(
+    target: ClusterTarget,
+    namespace: str,
+    options: CollectOptions,
+    clock: Callable[[], datetime],
+    connections: ConnectionCache | None,
+) -> NamespaceSnapshot:
+    with _connection(target, options, connections) as connection:
+        transport = Transport(connection, call_timeout=options.call_timeout)
+        try:
+            return Collector(transport, cluster=target.name, options=options, clock=clock).collect(namespace)
+        except ClusterUnreachableError:
+            if connection.refused and connection.leases > 1:
+                raise _Renew from None
+            raise
+
+
+@contextmanager
+def _connection(
+    target: ClusterTarget, options: CollectOptions, connections: ConnectionCache | None
+) -> Iterator[Connection]:
+    if connections is not None:
+        with connections.lease(target) as connection:
+            yield connection
+        return
     connection = connect(target, pool_size=options.workers)
     try:
-        transport = Transport(connection, call_timeout=options.call_timeout)
-        snapshot = Collector(transport, cluster=target.name, options=options, clock=clock).collect(namespace)
+        yield connection
     finally:
         connection.close()
-    return DiagnosisResult(diagnose(snapshot), snapshot, int((time.monotonic() - started) * 1000))

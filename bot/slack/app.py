@@ -26,7 +26,8 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 
 from bot.domain.findings import Diagnosis
 from bot.errors import ClusterUnreachableError, ConfigError, NsstuckError
-from bot.kube.connecting import ClusterTarget
+from bot.kube.collecting import CollectOptions
+from bot.kube.connecting import ClusterTarget, ConnectionCache
 from bot.remediation import policy
 from bot.remediation.requests import RequestView, open_requests
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
@@ -80,7 +81,7 @@ class Deps:
     config: AppConfig
     config_path: Path
     db: Database
-    diagnoser: Diagnoser = diagnose_namespace
+    diagnoser: Diagnoser | None = None  # by default the bot's own, with the clients it keeps per cluster
 
 
 class Bot:
@@ -130,6 +131,9 @@ class Bot:
         # goes a second after its verdict, in the same channel), and a diagnosis worker that waited with
         # them would leave the next commands queued (at 200 commands a minute, for half a minute)
         self.posting = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-post")
+        # a client per cluster kept between diagnoses, with room for every worker's requests at once
+        self.connections = ConnectionCache(pool_size=workers * CollectOptions().workers)
+        self.diagnose: Diagnoser = deps.diagnoser or self._diagnose
         secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
         try:  # Bolt calls auth.test here: a bad token or an unreachable Slack fails now, clearly
             self.app = App(
@@ -163,6 +167,10 @@ class Bot:
         self.work.shutdown(wait=True, cancel_futures=False)
         self.posting.shutdown(wait=True, cancel_futures=False)  # after `work`, which hands runs to it
         self.pacer.close()
+        self.connections.close()
+
+    def _diagnose(self, target: ClusterTarget, namespace: str) -> DiagnosisResult:
+        return diagnose_namespace(target, namespace, connections=self.connections)
 
     # -- the slash command -----------------------------------------------------------------------
 
@@ -258,7 +266,7 @@ class Bot:
         target = ClusterTarget.from_config(config.require_cluster(cluster_name), self.deps.config_path)
         with self.metrics.diagnosis_seconds.time():
             try:
-                result = self.deps.diagnoser(target, namespace)
+                result = self.diagnose(target, namespace)
             except (ClusterUnreachableError, NsstuckError) as e:
                 self.metrics.diagnoses.labels(state="error", cause="").inc()
                 respond(text=f"Could not diagnose {code(namespace)} on {code(cluster_name)}: {escape(str(e))}")

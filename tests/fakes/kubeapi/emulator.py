@@ -105,6 +105,11 @@ class Emulator:
         serve_in_thread(self._tls_server)
         return self
 
+    @property
+    def tls_handshakes(self) -> int:
+        """How many TLS connections the HTTPS listener has established since it started."""
+        return self._tls_server.handshakes if self._tls_server is not None else 0
+
     def stop(self) -> None:
         self.stopping.set()
         self._bg_stop.set()

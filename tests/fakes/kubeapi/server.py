@@ -683,6 +683,8 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
     tls: ssl.SSLContext | None = None
+    handshakes = 0  # TLS connections established (what a client that keeps its connections saves)
+    _counting = threading.Lock()
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         if self.tls is not None:
@@ -691,6 +693,8 @@ class Server(ThreadingHTTPServer):
                 request = self.tls.wrap_socket(request, server_side=True)
             except (ssl.SSLError, OSError):
                 return
+            with self._counting:
+                self.handshakes += 1
         super().finish_request(request, client_address)
 
 
