@@ -61,6 +61,7 @@ from sqlalchemy import create_engine, text
 
 from bench._emulators import emulated_clusters
 from bench._load_fleet import namespace_of, remediable
+from bench._proc import cpu_seconds, io_stalled_seconds, machine_cpu
 from bench._report import Check, finish, percentile
 from bot.store import migrating
 from tests.fakes.slackapi import SlackEmulator
@@ -152,28 +153,6 @@ def database(kind: str, work: Path) -> Iterator[str]:
 
 
 # -- the bot's memory ---------------------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def machine_cpu() -> tuple[int, int]:
-    """(busy, all) CPU time of the whole machine so far, in clock ticks."""
-    ticks = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
-
-
-def io_stalled_seconds() -> float | None:
-    """How long every task of the machine was stalled on I/O so far (PSI "full"), if the kernel tells."""
-    try:
-        lines = Path("/proc/pressure/io").read_text().splitlines()
-    except OSError:
-        return None
-    full = next((line for line in lines if line.startswith("full ")), "")
-    return int(full.rpartition("total=")[2]) / 1e6 if "total=" in full else None
 
 
 def rss_mb(pid: int) -> float:

@@ -1,0 +1,40 @@
+"""What the benchmarks read of the machine and of their processes from /proc (Linux)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_cpu() -> tuple[int, int]:
+    """(busy, all) CPU time of the whole machine so far, in clock ticks."""
+    ticks = cpu_ticks()
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def io_stalled_seconds() -> float | None:
+    """How long every task of the machine was stalled on I/O so far (PSI "full"), if the kernel tells."""
+    try:
+        lines = Path("/proc/pressure/io").read_text().splitlines()
+    except OSError:
+        return None
+    full = next((line for line in lines if line.startswith("full ")), "")
+    return int(full.rpartition("total=")[2]) / 1e6 if "total=" in full else None
+
+
+def stolen_share(before: list[int], after: list[int]) -> float:
+    """The share of the machine's CPU time between two `cpu_ticks()` that its host took (steal): a
+    benchmark run on a machine whose host takes much of its time measures the host, not the code."""
+    spent = [b - a for a, b in zip(before, after, strict=True)]
+    return spent[7] / sum(spent) if sum(spent) else 0.0
+
+
+def cpu_ticks() -> list[int]:
+    """The machine's CPU time so far by kind (user, nice, system, idle, iowait, irq, softirq, steal)."""
+    return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
