@@ -38,3 +38,10 @@ def stolen_share(before: list[int], after: list[int]) -> float:
 def cpu_ticks() -> list[int]:
     """The machine's CPU time so far by kind (user, nice, system, idle, iowait, irq, softirq, steal)."""
     return [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")

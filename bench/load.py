@@ -61,7 +61,7 @@ from sqlalchemy import create_engine, text
 
 from bench._emulators import emulated_clusters
 from bench._load_fleet import namespace_of, remediable
-from bench._proc import cpu_seconds, io_stalled_seconds, machine_cpu
+from bench._proc import cpu_seconds, io_stalled_seconds, machine_cpu, rss_mb
 from bench._report import Check, finish, percentile
 from bot.store import migrating
 from tests.fakes.slackapi import SlackEmulator
@@ -153,13 +153,6 @@ def database(kind: str, work: Path) -> Iterator[str]:
 
 
 # -- the bot's memory ---------------------------------------------------------------------------------
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 class RssSampler:

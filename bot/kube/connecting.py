@@ -71,7 +71,7 @@ class Connection:
         self.fingerprint: Fingerprint = ()
         # the server refused its credentials (401): a kept connection is not lent again (ConnectionCache)
         self.refused = False
-        self.leases = 0  # how many times a ConnectionCache has lent it
+        self.lent = 0  # how many times a ConnectionCache has lent it
 
     def scrub(self, text: str) -> str:
         secrets = self.secrets
@@ -141,15 +141,15 @@ def _config_paths(target: ClusterTarget) -> list[str]:
 _FILE_KEYS = ("tokenFile", "client-certificate", "client-key", "certificate-authority")
 
 
-def _kubeconfig_secrets(target: ClusterTarget) -> tuple[tuple[str, ...], list[str]]:
-    """The credentials of every user of the target's kubeconfig(s), and the user part of every server URL,
+def _kubeconfig_secrets(target: ClusterTarget, paths: list[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The credentials of every user of the target's kubeconfig(s) at `paths`, and the user part of every server URL,
     read before the client loads them so that what it says while loading can be scrubbed too; and the
     files its users and clusters name (a token file, certificates), made absolute."""
     if target.in_cluster:
         return (), []
     values: list[str] = []
     files: list[str] = []
-    for path in _config_paths(target):
+    for path in paths:
         try:
             with open(path, encoding="utf-8", errors="replace") as file:
                 document = yaml.safe_load(file)
@@ -274,7 +274,7 @@ def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
     # the files as they are before they are read: a change from now on gives up a kept client
     paths = _config_paths(target)
     fingerprint = _fingerprint(tuple(paths))
-    known, named = _kubeconfig_secrets(target)
+    known, named = _kubeconfig_secrets(target, paths)
     fingerprint += _fingerprint(tuple(named))
     scrubber = Connection(target, None, known, "")  # for what is said before the client is made
     where = "in-cluster configuration" if target.in_cluster else f"kubeconfig {target.kubeconfig or '(default)'}"
@@ -379,20 +379,18 @@ class ConnectionCache:
     def _acquire(self, target: ClusterTarget) -> _Kept:
         with self._lock:
             idle = self._sweep()
-            kept = self._kept.get(target)
             making = self._making.setdefault(target, threading.Lock())
         for connection in idle:
             connection.close()
-        # the files are looked at outside the lock (a stat each; a slow file system stalls only this lease)
-        if kept is not None and self._lend(kept, _fingerprint(kept.connection.files)):
-            return kept
-        with making:
+        with making:  # a lease that waited here for another's connect takes what that one made
             with self._lock:
-                kept = self._kept.get(target)  # made by another lease while this one waited?
+                kept = self._kept.get(target)
+            # the files are looked at outside the cache's lock (a stat each; a slow file system stalls
+            # only the leases of this target)
             if kept is not None and self._lend(kept, _fingerprint(kept.connection.files)):
                 return kept
             connection = connect(target, pool_size=self.pool_size)
-            connection.leases = 1
+            connection.lent = 1
             now = self.clock()
             with self._lock:
                 kept = _Kept(connection, made=now, used=now, leases=1, retired=self._closed)
@@ -410,7 +408,7 @@ class ConnectionCache:
                 done = self._retire(kept)
             else:
                 kept.leases += 1
-                connection.leases += 1
+                connection.lent += 1
                 return True
         if done is not None:
             done.close()

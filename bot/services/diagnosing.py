@@ -61,7 +61,7 @@ def _collect(
         try:
             return Collector(transport, cluster=target.name, options=options, clock=clock).collect(namespace)
         except ClusterUnreachableError:
-            if connection.refused and connection.leases > 1:
+            if connection.refused and connection.lent > 1:
                 raise _Renew from None
             raise
 
