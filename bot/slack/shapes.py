@@ -21,7 +21,8 @@ MAX_CHALLENGE = 200
 
 # Bolt reads these as "a string, or an object with an id"
 _STRING_OR_OBJECT = ("user", "team", "enterprise", "channel")
-# and these as objects it looks into
+# and these as objects it looks into, whenever the key is there: `body.get("event", {}).get("bot_id")`
+# and `body["view"]["type"]` fail on a null as on a string
 _OBJECTS = ("event", "view", "message", "previous_message", "container", "state", "item", "assistant_thread")
 # Slack sends these as strings (or null) wherever they appear
 _STRINGS = (
@@ -96,10 +97,8 @@ def _fields(obj: dict[str, Any], where: str) -> str | None:
         if isinstance(value, dict) and value.get("id") is not None and not isinstance(value["id"], str):
             return f"`{where}{key}.id` is not a string"
     for key in _OBJECTS:
-        if obj.get(key) is not None and not isinstance(obj[key], dict):
+        if key in obj and not isinstance(obj[key], dict):
             return f"`{where}{key}` is not an object"
-    if "view" in obj and not isinstance(obj["view"], dict):  # Bolt reads `view.type` whenever the key is there
-        return f"`{where}view` is not an object"
     for key in _STRINGS:
         if obj.get(key) is not None and not isinstance(obj[key], str):
             return f"`{where}{key}` is not a string"

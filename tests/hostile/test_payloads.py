@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
+import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
@@ -404,6 +405,21 @@ def test_events_modals_and_other_bodies(hostile: Hostile, data: st.DataObject) -
     if kind == "url_verification" and isinstance(body["challenge"], str) and 0 < len(body["challenge"]) <= 200:
         return  # a real url_verification: answered with its challenge, which is what Slack expects
     run(hostile, lambda: request)
+
+
+@pytest.mark.parametrize("key", ["event", "view", "message", "container", "state", "item"])
+@pytest.mark.parametrize("kind", ["event_callback", "block_actions", "not-a-kind"])
+def test_an_object_that_is_null(hostile: Hostile, key: str, kind: str) -> None:
+    """Bolt reads these keys as objects whenever they are there (`body.get("event", {}).get(...)`): a
+    null one made it raise, an HTTP 500 (found by the property above, once, in CI)."""
+    driver = hostile.flow.bot.driver
+    body = dict(driver.builder.event_callback({"type": "app_mention", "user": ALICE, "text": "hi", "ts": "1.2"}))
+    body.update(type=kind, **{key: None})
+    before = hostile.baseline()
+    delivery = hostile.send(driver.sign(json.dumps(body), "application/json", payload=body, kind="raw"))
+    hostile.assert_harmless(delivery, before)
+    assert delivery.status == 400, (delivery.status, delivery.body)
+    assert f"`{key}` is not an object" in delivery.body
 
 
 # -- and afterwards ---------------------------------------------------------------------------------
