@@ -94,6 +94,7 @@ def child_digest(config_path: Path, database_url: str, *, streaming: bool, freez
     """compose() as a dry run; with `streaming`, given scan_iter as its scanner instead of scan."""
     import gc
 
+    from bot.kube.registry import ClusterRegistry
     from bot.services.digesting import compose
     from bot.services.scanning import scan, scan_iter
     from bot.settings import load_config
@@ -118,7 +119,15 @@ def child_digest(config_path: Path, database_url: str, *, streaming: bool, freez
             scan_seconds.append(time.perf_counter() - started)
 
     started = time.perf_counter()
-    digest = compose(db, config, config_path, config.digests[0], now=NOW, scanner=timed_scan, record_runs=False)
+    digest = compose(
+        db,
+        config,
+        ClusterRegistry.from_config(config, config_path),
+        config.digests[0],
+        now=NOW,
+        scanner=timed_scan,
+        record_runs=False,
+    )
     build_seconds = time.perf_counter() - started
     db.dispose()
     entries = [e for s in digest.sections for e in (*s.new, *s.still)]
@@ -140,14 +149,16 @@ def child_naive(config_path: Path, limit: int) -> dict[str, Any]:
     """Per cluster one list of namespaces, then one `diagnose_namespace` per stuck namespace, in turn."""
     from bot.domain.refs import deletion_time, meta
     from bot.kube.collecting import list_namespaces
-    from bot.kube.connecting import ClusterTarget, connect
+    from bot.kube.connecting import connect
+    from bot.kube.registry import ClusterRegistry
     from bot.kube.transport import Transport
     from bot.services.diagnosing import diagnose_namespace
     from bot.settings import load_config
 
     requests = _count_requests()
     config = load_config(config_path)
-    targets = [ClusterTarget.from_config(c, config_path) for c in config.clusters[:limit]]
+    registry = ClusterRegistry.from_config(config, config_path)
+    targets = [registry.target(c.name) for c in config.clusters[:limit]]
     diagnosed = 0
     started = time.perf_counter()
     for target in targets:

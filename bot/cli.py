@@ -11,7 +11,6 @@ import gc
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import __version__
+from bot.domain.refs import NAMESPACE_NAME
 from bot.errors import ConfigError, NsstuckError, UserError
 from bot.settings import AppConfig, Settings, load_config, load_settings
 
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nsstuck")
 
-_NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 Handler = Callable[[argparse.Namespace, "Context"], int]
 
@@ -106,6 +105,8 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         raise ConfigError(
             "environment", "SLACK_SIGNING_SECRET", "required in HTTP mode (or set SLACK_APP_TOKEN for Socket Mode)"
         )
+    from functools import partial
+
     from bot.store import migrating
     from bot.store.database import Database
 
@@ -116,49 +117,67 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             "NSSTUCK_DATABASE_URL",
             f"the database schema is at {current or 'nothing'}, not {head}: run `nsstuck db upgrade` first",
         )
+    from bot.kube.collecting import CollectOptions
+    from bot.kube.registry import ClusterRegistry
     from bot.scheduler import running as scheduling
-    from bot.slack.app import Bot, Deps
+    from bot.scheduler.jobs import job_list
+    from bot.services.answering import Answering
+    from bot.services.diagnosing import diagnose_registered
+    from bot.services.digesting import clock_for
+    from bot.services.metrics import Metrics
+    from bot.services.outbox import Outbox
+    from bot.services.remediating import Remediation, remediation_open
+    from bot.slack.app import create_app
+    from bot.slack.notifier import SlackNotifier
     from bot.slack.server import serve
 
-    bot = Bot(Deps(settings=settings, config=config, config_path=ctx.config_path, db=Database(settings.database_url)))
+    # the composition root: the pieces are built here, once, and handed to each other
+    workers = 4  # diagnoses at once: each fans out on its collector's pool already
+    db = Database(settings.database_url)
+    metrics = Metrics()
+    # a client per cluster kept between diagnoses, with room for every worker's requests at once
+    clusters = ClusterRegistry.from_config(config, ctx.config_path, pool_size=workers * CollectOptions().workers)
+    slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
+    diagnoser = partial(diagnose_registered, clusters)
+    outbox = Outbox(db, slack, remediable=partial(remediation_open, config))
+    answering = Answering(
+        db,
+        diagnose=diagnoser,
+        outbox=outbox,
+        metrics=metrics,
+        outage_seconds=settings.db_outage_seconds,
+        workers=workers,
+    )
+    remediation = Remediation(
+        db, config=config, settings=settings, clusters=clusters, notifier=slack, submit=answering.work.submit
+    )
+    door = create_app(
+        settings=settings,
+        config=config,
+        db=db,
+        metrics=metrics,
+        slack=slack,
+        answering=answering,
+        remediation=remediation,
+        closing=(answering.close, slack.close, clusters.close),
+    )
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    from datetime import timedelta
-    from functools import partial
-
-    from apscheduler.triggers.interval import IntervalTrigger
-
-    from bot.services.followup import follow_up
-    from bot.services.recording import prune_snapshots
-
-    prune = partial(prune_snapshots, bot.deps.db, keep=timedelta(days=settings.snapshot_retention_days))
-    follow = partial(
-        follow_up, bot.deps.db, config=config, config_path=ctx.config_path, diagnoser=bot.diagnose, notifier=bot
+    jobs = job_list(
+        settings,
+        config=config,
+        db=db,
+        clusters=clusters,
+        diagnoser=diagnoser,
+        outbox=outbox,
+        remediation=remediation,
+        notifier=slack,
+        clock=clock_for(settings.clock_file),
     )
     gc.freeze()  # everything imported and built so far lives as long as the process: keep it out of the GC's way
-    scheduler = scheduling.start(
-        [
-            scheduling.Job(
-                "repost-unposted-reports", bot.repost_pending, IntervalTrigger(seconds=settings.repost_seconds)
-            ),
-            scheduling.Job("follow-up-open-incidents", follow, IntervalTrigger(seconds=settings.follow_up_seconds)),
-            scheduling.Job("prune-old-snapshots", prune, IntervalTrigger(hours=1)),
-            # digests: due ones are claimed in the database, so one replica posts each; at start-up too,
-            # to make up a run missed while nsstuck was down
-            scheduling.Job(
-                "digests", bot.digest_tick, IntervalTrigger(seconds=settings.digest_tick_seconds), run_at_start=True
-            ),
-            # expiry of requests, reconciliation of executions cut short by a crash, follow-through
-            scheduling.Job(
-                "remediation-chores",
-                bot.remediation.tick,
-                IntervalTrigger(seconds=min(settings.repost_seconds, 30.0)),
-                run_at_start=True,
-            ),
-        ]
-    )
+    scheduler = scheduling.start(jobs)
     try:
         serve(
-            bot,
+            door,
             port=settings.http_port,
             app_token=app_token,
             ping_interval=settings.socket_ping_seconds,
@@ -202,14 +221,15 @@ def cmd_db_current(args: argparse.Namespace, ctx: Context) -> int:
 def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
     """The cluster named by the selection options (contract §1), checked before anything connects."""
     from bot.kube.connecting import ClusterTarget, current_context
+    from bot.kube.registry import ClusterRegistry
 
     if args.cluster and args.kubeconfig:
         raise UserError("use either --cluster NAME or --kubeconfig PATH, not both")
     if args.context and not args.kubeconfig:
         raise UserError("--context goes with --kubeconfig")
     if args.cluster:
-        cluster = ctx.config.require_cluster(args.cluster)
-        return ClusterTarget.from_config(cluster, ctx.config_path)
+        ctx.config.require_cluster(args.cluster)  # unknown: said with the closest registered name
+        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(args.cluster)
     if args.kubeconfig:
         if not Path(args.kubeconfig).is_file():
             raise UserError(f"kubeconfig {args.kubeconfig!r} does not exist or is not a file")
@@ -217,7 +237,7 @@ def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
         name = args.context or current_context(kubeconfig) or kubeconfig.name
         return ClusterTarget(name=name, kubeconfig=kubeconfig, context=args.context)
     if len(ctx.config.clusters) == 1:
-        return ClusterTarget.from_config(ctx.config.clusters[0], ctx.config_path)
+        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(ctx.config.clusters[0].name)
     if ctx.config.clusters:
         raise UserError(f"name a cluster with --cluster ({', '.join(ctx.config.cluster_names)})")
     raise UserError("no cluster: pass --cluster NAME (from the config file) or --kubeconfig PATH")
@@ -228,7 +248,7 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.diagnosing import diagnose_namespace
     from bot.services.reporting import render_text
 
-    if not _NAMESPACE_NAME.match(args.namespace):
+    if not NAMESPACE_NAME.match(args.namespace):
         raise UserError(f"{args.namespace!r} is not a valid namespace name (lower-case letters, digits and '-')")
     if args.timeout <= 0:
         raise UserError("--timeout must be a positive number of seconds")
@@ -335,6 +355,7 @@ def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.kube.registry import ClusterRegistry
     from bot.services.digest_text import render_text
     from bot.services.digesting import clock_for, run_now
 
@@ -352,9 +373,10 @@ def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
         poster = _digest_poster(settings)
     clock = clock_for(settings.clock_file)
     db = _migrated_database(ctx)
+    clusters = ClusterRegistry.from_config(config, ctx.config_path)
     try:
         for channel in channels:
-            digest = run_now(db, config, ctx.config_path, channel=channel, now=clock(), poster=poster)
+            digest = run_now(db, config, clusters, channel=channel, now=clock(), poster=poster)
             if args.dry_run:
                 ctx.out.write(render_text(digest))
             else:

@@ -403,7 +403,7 @@ def load_config(path: Path, *, required: bool = True) -> AppConfig:
             key = f"{key} (line {line})"
         more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
         raise ConfigError(source, key, _clip(message, MAX_PROBLEM) + more) from None
-    _check_kubeconfigs(config, source, tree, base=path.parent)
+    _check_kubeconfigs(config, source, tree, config_path=path)
     return config
 
 
@@ -463,14 +463,14 @@ def _yaml_shape_problem(text: str) -> str | None:
     return None
 
 
-def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, base: Path) -> None:
+def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, *, config_path: Path) -> None:
     for index, cluster in enumerate(config.clusters):
         if cluster.kubeconfig is None:
             continue
-        kubeconfig = cluster.kubeconfig if cluster.kubeconfig.is_absolute() else base / cluster.kubeconfig
         shown = _shown(str(cluster.kubeconfig), 120)
         problem = None
         try:
+            kubeconfig = resolve_kubeconfig(cluster, config_path) or cluster.kubeconfig
             if not kubeconfig.exists():
                 problem = f"kubeconfig {shown} does not exist"
             elif not kubeconfig.is_file():
@@ -487,12 +487,14 @@ def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, b
 
 
 def resolve_kubeconfig(cluster: ClusterConfig, config_path: Path) -> Path | None:
-    """The cluster's kubeconfig as an absolute path (relative paths are relative to the config file)."""
+    """The cluster's kubeconfig as an absolute path (relative paths are relative to the config file's
+    folder): the one place that says where a registered cluster's kubeconfig is. Links are not
+    followed, so that a broken one is reported as the file that is missing."""
     if cluster.kubeconfig is None:
         return None
     if cluster.kubeconfig.is_absolute():
         return cluster.kubeconfig
-    return (config_path.parent / cluster.kubeconfig).resolve()
+    return Path(os.path.abspath(config_path.parent / cluster.kubeconfig))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,18 +12,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.domain.conditions import (
+    CONTENT_FAILURE,
+    CONTENT_REMAINING,
+    DISCOVERY,
+    FINALIZERS_REMAINING,
+    PARSING,
+    finalizer_counts,
+    remaining_counts,
+)
 from bot.domain.refs import KubeObject
-
-DISCOVERY = "NamespaceDeletionDiscoveryFailure"
-PARSING = "NamespaceDeletionGroupVersionParsingFailure"
-CONTENT_FAILURE = "NamespaceDeletionContentFailure"
-CONTENT_REMAINING = "NamespaceContentRemaining"
-FINALIZERS_REMAINING = "NamespaceFinalizersRemaining"
 
 _SERVER_APIS = "unable to retrieve the complete list of server APIs: "
 _GV_ERROR = re.compile(r"([a-z0-9.-]*/?v[0-9][a-z0-9]*): ")
-_REMAINING = re.compile(r"([^\s,]+) has (\d+) resource instances")
-_FINALIZER_COUNT = re.compile(r"([^\s,]+) in (\d+) resource instances")
 _WEBHOOK = re.compile(r'failed calling webhook "([^"]+)"')
 _DENIED = re.compile(r'admission webhook "([^"]+)" denied the request')
 
@@ -97,14 +98,8 @@ def parse_conditions(namespace: KubeObject | None) -> ConditionFacts:
         discovery_message=str(discovery.get("message")) if discovery else None,
         parsing_failure=str(parsing.get("message")) if parsing else None,
         content_failure=content_message or None,
-        remaining={m.group(1): int(m.group(2)) for m in _REMAINING.finditer(str(remaining.get("message")))}
-        if remaining
-        else {},
-        finalizers_remaining={
-            m.group(1): int(m.group(2)) for m in _FINALIZER_COUNT.finditer(str(finalizers.get("message")))
-        }
-        if finalizers
-        else {},
+        remaining=remaining_counts(str(remaining.get("message"))) if remaining else {},
+        finalizers_remaining=finalizer_counts(str(finalizers.get("message"))) if finalizers else {},
         failing_webhooks=tuple(dict.fromkeys(_WEBHOOK.findall(content_message))),
         denying_webhooks=tuple(dict.fromkeys(_DENIED.findall(content_message))),
     )

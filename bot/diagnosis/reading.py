@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.domain.durations import human_seconds
 from bot.domain.refs import KubeObject, ObjectRef, condition, deletion_time, meta, name_of
 from bot.domain.snapshot import NamespaceSnapshot, labels_of
 
@@ -29,17 +30,8 @@ def age(since: datetime | None, now: datetime) -> str:
 
 
 def human_duration(delta: timedelta) -> str:
-    seconds = max(0, int(delta.total_seconds()))
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h" if hours else f"{days}d"
-    if hours:
-        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
-    if minutes:
-        return f"{minutes}m"
-    return f"{secs}s"
+    """`2d`, `3h 12m`, `45s`: a zero second unit is left out in a sentence of evidence."""
+    return human_seconds(int(delta.total_seconds()), keep_zero=False)
 
 
 def matches_selector(labels: Mapping[str, str], selector: Mapping[str, Any] | None) -> bool:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+# A namespace's name (an RFC 1123 label): what the CLI and the Slack command accept, in one place.
+NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 KubeObject = dict[str, Any]
 

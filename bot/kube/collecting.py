@@ -9,7 +9,6 @@ only an unreachable or unauthorized cluster raises.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -19,11 +18,12 @@ from functools import partial
 from typing import Any
 from urllib.parse import quote
 
+from bot.domain import conditions as ns_conditions
 from bot.domain.findings import Gap
 from bot.domain.refs import KubeObject, deletion_time, meta
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.errors import ClusterUnreachableError
-from bot.kube.transport import CallError, Transport
+from bot.kube.transport import CallError, CallKind, Transport
 
 Clock = Callable[[], datetime]
 
@@ -57,14 +57,8 @@ _WEBHOOKS = (
 )
 
 
-_REMAINING_PREFIX = "Some resources are remaining: "
-_REMAINING_ITEM = re.compile(r"([a-z0-9][a-z0-9-]*)\.([a-z0-9.-]*) has [0-9]+ resource instances")
 # the controller's passes that must have succeeded for its count to cover the whole namespace
-_CLEAN_PASS = (
-    "NamespaceDeletionDiscoveryFailure",
-    "NamespaceDeletionGroupVersionParsingFailure",
-    "NamespaceDeletionContentFailure",
-)
+_CLEAN_PASS = (ns_conditions.DISCOVERY, ns_conditions.PARSING, ns_conditions.CONTENT_FAILURE)
 
 
 def remaining_types(namespace_object: KubeObject | None) -> frozenset[str] | None:
@@ -89,17 +83,11 @@ def remaining_types(namespace_object: KubeObject | None) -> frozenset[str] | Non
     }
     if any((conditions.get(kind) or {}).get("status") != "False" for kind in _CLEAN_PASS):
         return None
-    remaining = conditions.get("NamespaceContentRemaining") or {}
-    message = str(remaining.get("message") or "")
-    if remaining.get("status") != "True" or not message.startswith(_REMAINING_PREFIX):
+    remaining = conditions.get(ns_conditions.CONTENT_REMAINING) or {}
+    if remaining.get("status") != "True":
         return None
-    types: set[str] = set()
-    for item in message.removeprefix(_REMAINING_PREFIX).split(", "):
-        match = _REMAINING_ITEM.fullmatch(item)
-        if match is None:
-            return None
-        types.add(f"{match.group(1)}.{match.group(2)}")
-    return None if not types or "pods." in types else frozenset(types)
+    types = ns_conditions.remaining_types_exactly(str(remaining.get("message") or ""))
+    return None if not types or "pods." in types else types
 
 
 class _Namespace:
@@ -173,7 +161,7 @@ class _Loop:
 def _reason(error: CallError) -> str:
     """The gap's reason: timeout (ours, or the API server's 504), forbidden, unavailable (the server or
     a gateway cannot serve now, or throttles us), error (anything else, a dropped connection included)."""
-    if error.kind == "timeout" or error.status == 504:
+    if error.kind is CallKind.TIMEOUT or error.status == 504:
         return "timeout"
     if error.status == 403:
         return "forbidden"
@@ -284,7 +272,7 @@ def list_namespaces(transport: Transport, *, timeout: float | None = None) -> li
         except CallError as e:
             raise _refusal(connection.target.name, connection.host, e) from None
         if not isinstance(doc, dict):
-            error = CallError("status", "the server sent no list of namespaces", 200)
+            error = CallError(CallKind.STATUS, "the server sent no list of namespaces", 200)
             raise _refusal(connection.target.name, connection.host, error)
         items.extend(_trim_listed_namespace(item) for item in doc.get("items") or () if isinstance(item, dict))
         token = (doc.get("metadata") or {}).get("continue")
@@ -401,7 +389,7 @@ class Collector:
                 )
             for label, _ in loop.run():
                 name = label.removeprefix("get namespace ")
-                late = CallError("timeout", f"not answered within {self.options.deadline:g}s")
+                late = CallError(CallKind.TIMEOUT, f"not answered within {self.options.deadline:g}s")
                 failed[name] = _refusal(self.cluster, host, late)
             terminating: list[NamespaceSnapshot] = []
             for name, namespace_object in read.items():

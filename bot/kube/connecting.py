@@ -29,24 +29,16 @@ from kubernetes.config import kube_config as k8s_kube_config
 from kubernetes.config.config_exception import ConfigException
 
 from bot.errors import UserError
-from bot.settings import ClusterConfig
 
 
 @dataclass(frozen=True)
 class ClusterTarget:
-    """Where a cluster is and how to reach it."""
+    """Where a cluster is and how to reach it (registered ones come from `bot.kube.registry`)."""
 
     name: str
     kubeconfig: Path | None = None
     context: str | None = None
     in_cluster: bool = False
-
-    @classmethod
-    def from_config(cls, cluster: ClusterConfig, config_path: Path) -> ClusterTarget:
-        kubeconfig = cluster.kubeconfig
-        if kubeconfig is not None and not kubeconfig.is_absolute():
-            kubeconfig = (config_path.parent / kubeconfig).resolve()
-        return cls(name=cluster.name, kubeconfig=kubeconfig, context=cluster.context, in_cluster=cluster.in_cluster)
 
 
 def current_context(kubeconfig: Path) -> str | None:

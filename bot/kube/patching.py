@@ -14,7 +14,7 @@ from typing import Any
 from bot.domain.changes import CallResult, Operation, Verdict, object_path
 from bot.domain.refs import KubeObject, ObjectRef
 from bot.errors import ClusterUnreachableError, PermanentError
-from bot.kube.transport import CallError, Transport
+from bot.kube.transport import CallError, CallKind, Transport
 
 JSON_PATCH = "application/json-patch+json"
 
@@ -58,7 +58,7 @@ class Patcher:
         except CallError as e:
             if e.status == 404:
                 return None
-            if e.kind in ("connection", "timeout"):
+            if e.kind in (CallKind.CONNECTION, CallKind.TIMEOUT):
                 raise ClusterUnreachableError(f"{self._where()} is unreachable: {e.message}") from None
             if e.status == 401:
                 raise ClusterUnreachableError(f"{self._where()} refuses our credentials: {e.message}") from None
@@ -88,7 +88,7 @@ def classify(op: Operation, error: CallError) -> CallResult:
     """The verdict on a refused or unanswered Operation, with the API server's own message."""
     message = error.message
     status = error.status
-    if error.kind in ("connection", "timeout"):
+    if error.kind in (CallKind.CONNECTION, CallKind.TIMEOUT):
         return CallResult(Verdict.UNREACHABLE, message, None)
     if _ADMISSION.search(message):
         return CallResult(Verdict.DENIED, message, status)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 import urllib3
@@ -20,11 +21,19 @@ UNAVAILABLE = "the server is currently unable to handle the request"
 NOT_FOUND = "the server could not find the requested resource"
 
 
+class CallKind(StrEnum):
+    """How a call failed."""
+
+    STATUS = "status"  # the server answered, with an error status
+    TIMEOUT = "timeout"  # no answer in time (the server may have acted on it)
+    CONNECTION = "connection"  # no connection, or it broke (see `CallError.dropped`)
+
+
 @dataclass(frozen=True)
 class CallError(Exception):
     """A call that did not produce a 2xx answer, as a client would describe it."""
 
-    kind: str  # status | timeout | connection
+    kind: CallKind
     message: str
     status: int | None = None
     body: str | None = None
@@ -168,13 +177,15 @@ class Transport:
         except ApiException as e:
             if not e.status and e.body is None:
                 # not an answer: the client failed on its side, e.g. a TLS handshake (status 0)
-                raise CallError("connection", self.connection.scrub(_client_failure(str(e.reason or "")))) from None
+                raise CallError(
+                    CallKind.CONNECTION, self.connection.scrub(_client_failure(str(e.reason or "")))
+                ) from None
             if e.status == 401:
                 self.connection.refused = True  # its credentials are loaded again before it is lent again
             text = e.body.decode("utf-8", "replace") if isinstance(e.body, bytes) else str(e.body or "")
             message, reason = _status_message(int(e.status or 0), text)
             raise CallError(
-                "status",
+                CallKind.STATUS,
                 self.connection.scrub(message),
                 int(e.status or 0),
                 self.connection.scrub(text[:2000]),
@@ -183,24 +194,24 @@ class Transport:
             ) from None
         except urllib3.exceptions.NewConnectionError as e:
             # urllib3 makes this a subclass of its timeout error; it is a refused or failed connection
-            raise CallError("connection", self.connection.scrub(_connection_message(e))) from None
+            raise CallError(CallKind.CONNECTION, self.connection.scrub(_connection_message(e))) from None
         except (urllib3.exceptions.TimeoutError, TimeoutError) as e:
             raise CallError(
-                "timeout", f"timed out after {timeout or self.call_timeout:g}s ({e.__class__.__name__})"
+                CallKind.TIMEOUT, f"timed out after {timeout or self.call_timeout:g}s ({e.__class__.__name__})"
             ) from None
         except urllib3.exceptions.ProtocolError as e:
             # "Connection aborted.": reset by the peer, or closed before a whole answer came
-            raise CallError("connection", self.connection.scrub(_dropped_message(e)), dropped=True) from None
+            raise CallError(CallKind.CONNECTION, self.connection.scrub(_dropped_message(e)), dropped=True) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise CallError("connection", self.connection.scrub(_connection_message(e))) from None
+            raise CallError(CallKind.CONNECTION, self.connection.scrub(_connection_message(e))) from None
         except (ValueError, TypeError) as e:
             # the request could not be built (a credential with a line break in it: http.client refuses
             # the header and quotes it, so the message is not repeated)
-            raise CallError("connection", f"the request could not be made ({e.__class__.__name__})") from None
+            raise CallError(CallKind.CONNECTION, f"the request could not be made ({e.__class__.__name__})") from None
         try:
             return json.loads(raw) if raw else None
         except ValueError:
-            raise CallError("status", "the server sent a response that is not JSON", 200) from None
+            raise CallError(CallKind.STATUS, "the server sent a response that is not JSON", 200) from None
 
 
 def _too_long(pause: float, deadline: float | None) -> str | None:

@@ -20,8 +20,8 @@ from bot.domain.findings import Action
 from bot.domain.refs import KubeObject, ObjectRef
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions, Collector
-from bot.kube.connecting import ClusterTarget, connect
 from bot.kube.patching import Patcher
+from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 from bot.remediation import planning
 from bot.remediation.requests import RequestView, audit, load, view_of
@@ -37,10 +37,9 @@ MAX_CALL_TIMEOUT = 10.0
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of a request, to be said in its thread."""
+    """What became of a request (its status, reason and verification), to be said in its thread."""
 
     view: RequestView
-    text: str
 
 
 def utcnow() -> datetime:
@@ -52,19 +51,19 @@ class Executor:
         self,
         db: Database,
         *,
-        target_of: Callable[[str], ClusterTarget],
+        clusters: ClusterRegistry,
         follow_for: timedelta,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.db = db
-        self.target_of = target_of
+        self.clusters = clusters
         self.follow_for = follow_for
         self.clock = clock
 
     @contextmanager
     def _patcher(self, cluster: str, deadline: datetime | None) -> Iterator[Patcher]:
         remaining = (deadline - self.clock()).total_seconds() if deadline else MAX_CALL_TIMEOUT
-        connection = connect(self.target_of(cluster), pool_size=4)
+        connection = self.clusters.connect(cluster, pool_size=4)
         try:
             transport = Transport(connection, call_timeout=max(1.0, min(MAX_CALL_TIMEOUT, remaining)))
             yield Patcher(transport)
@@ -192,7 +191,7 @@ class Executor:
                 )
         if not moved:
             log.warning("request %s was settled by someone else while it ran (now %s)", view.id, after.status)
-        return Outcome(after, outcome_text(after))
+        return Outcome(after)
 
     # -- crash recovery ----------------------------------------------------------------------
 
@@ -265,7 +264,7 @@ class Executor:
                 reason=reason,
             )
             audit(uow, after, status, actor=SYSTEM_ACTOR, execution_id=execution_id, reason=reason, reconciled=True)
-        return Outcome(after, outcome_text(after))
+        return Outcome(after)
 
     # -- afterwards --------------------------------------------------------------------------
 
@@ -304,7 +303,7 @@ class Executor:
                 assert request is not None
                 after = view_of(uow, request)
                 audit(uow, after, "verified", actor=SYSTEM_ACTOR, outcome=verdict)
-            outcomes.append(Outcome(after, verification_text(after, now)))
+            outcomes.append(Outcome(after))
         return outcomes
 
 
@@ -335,31 +334,3 @@ def _explain(op: Operation, result: CallResult) -> str:
     }.get(result.verdict, result.verdict.value)
     detail = f" ({result.message})" if result.message else ""
     return f"{op.summary}: {what}{detail}"
-
-
-def outcome_text(view: RequestView) -> str:
-    """One line on how a request ended, for its thread."""
-    reason = view.status_reason or ""
-    if view.status == "applied":
-        return f"Done: {reason}. Following `{view.namespace}` until it is gone."
-    if view.status == "stale":
-        return (
-            f"Not applied: the cluster changed since the diagnosis ({reason}). Nothing was changed; "
-            f"run `/nsstuck {view.cluster} {view.namespace}` again and request it from the fresh diagnosis."
-        )
-    if view.status == "failed":
-        return f"Failed: {reason}."
-    return f"Request is {view.status}: {reason}"
-
-
-def verification_text(view: RequestView, now: datetime) -> str:
-    if view.verification == "gone":
-        return f"`{view.namespace}` is gone after remediation #{view.id}."
-    if view.verification == "still_terminating":
-        return (
-            f"`{view.namespace}` is still Terminating after remediation #{view.id}; "
-            f"run `/nsstuck {view.cluster} {view.namespace}` to see what holds it now."
-        )
-    return (
-        f"Could not tell whether `{view.namespace}` is gone after remediation #{view.id}: the cluster did not answer."
-    )

@@ -1,4 +1,9 @@
-"""The diagnose use case: connect, collect a snapshot, run the rules."""
+"""The diagnose use case: connect, collect a snapshot, run the rules.
+
+`diagnose_namespace` takes where a cluster is (an ad-hoc kubeconfig from the CLI, or a registered
+target); `Diagnoser` is what the bot's use cases take: a registered cluster's name and a namespace,
+diagnosed with the client the cluster registry keeps for it (`diagnose_registered`).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from bot.domain.snapshot import NamespaceSnapshot
 from bot.errors import ClusterUnreachableError
 from bot.kube.collecting import CollectOptions, Collector, utcnow
 from bot.kube.connecting import ClusterTarget, Connection, ConnectionCache, connect
+from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 
 
@@ -22,6 +28,17 @@ class DiagnosisResult:
     diagnosis: Diagnosis
     snapshot: NamespaceSnapshot
     duration_ms: int
+
+
+# (registered cluster name, namespace) -> the diagnosis; raises ClusterUnreachableError or UserError
+Diagnoser = Callable[[str, str], DiagnosisResult]
+
+
+def diagnose_registered(
+    clusters: ClusterRegistry, cluster: str, namespace: str, *, options: CollectOptions | None = None
+) -> DiagnosisResult:
+    """A registered cluster's namespace, with the client the registry keeps for that cluster."""
+    return diagnose_namespace(clusters.target(cluster), namespace, options=options, connections=clusters.connections)
 
 
 def diagnose_namespace(

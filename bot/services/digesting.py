@@ -20,6 +20,7 @@ from typing import Any
 
 from bot.errors import UserError
 from bot.kube.connecting import ClusterTarget
+from bot.kube.registry import ClusterRegistry
 from bot.remediation.requests import open_requests
 from bot.services.recording import record
 from bot.services.scanning import ClusterScan, scan_iter
@@ -228,15 +229,15 @@ class Digest:
 # -- building one --------------------------------------------------------------------------------
 
 
-def _targets(config: AppConfig, config_path: Path, digest: DigestConfig) -> list[ClusterTarget]:
+def _targets(config: AppConfig, clusters: ClusterRegistry, digest: DigestConfig) -> list[ClusterTarget]:
     names = digest.clusters or tuple(c.name for c in config.clusters)
-    return [ClusterTarget.from_config(config.require_cluster(name), config_path) for name in names]
+    return [clusters.target(name) for name in names]
 
 
 def compose(
     db: Database,
     config: AppConfig,
-    config_path: Path,
+    clusters: ClusterRegistry,
     digest: DigestConfig,
     *,
     now: datetime,
@@ -248,7 +249,7 @@ def compose(
     """Scan the digest's clusters, record what was diagnosed (incidents included), and compare with
     the previous digest. With `record_runs` false (a dry run) nothing is written."""
     when = scheduled_for or now
-    scans = scanner(_targets(config, config_path, digest), stuck_after=digest.stuck_after, now=now)
+    scans = scanner(_targets(config, clusters, digest), stuck_after=digest.stuck_after, now=now)
     with db.unit_of_work() as uow:
         before = uow.digests.previous(digest.key, when)
         previous = dict(before.summary or {}) if before is not None else None
@@ -384,7 +385,7 @@ def _deliver(db: Database, run_id: int, digest: Digest, poster: Poster, *, now: 
 def build_and_post(
     db: Database,
     config: AppConfig,
-    config_path: Path,
+    clusters: ClusterRegistry,
     digest: DigestConfig,
     *,
     run_id: int,
@@ -394,9 +395,7 @@ def build_and_post(
     scanner: Scanner = scan_iter,
     manual: bool = False,
 ) -> Digest:
-    built = compose(
-        db, config, config_path, digest, now=now, scheduled_for=scheduled_for, scanner=scanner, manual=manual
-    )
+    built = compose(db, config, clusters, digest, now=now, scheduled_for=scheduled_for, scanner=scanner, manual=manual)
     silent = built.all_clear and not digest.all_clear
     with db.unit_of_work() as uow:
         uow.digests.built(run_id, summary=built.summary(), message=None if silent else built.to_json(), at=now)
@@ -408,7 +407,7 @@ def build_and_post(
 def run_due(
     db: Database,
     config: AppConfig,
-    config_path: Path,
+    clusters: ClusterRegistry,
     *,
     now: datetime,
     poster: Poster,
@@ -433,7 +432,7 @@ def run_due(
             build_and_post(
                 db,
                 config,
-                config_path,
+                clusters,
                 digest,
                 run_id=run_id,
                 now=now,
@@ -453,7 +452,7 @@ def run_due(
 def run_now(
     db: Database,
     config: AppConfig,
-    config_path: Path,
+    clusters: ClusterRegistry,
     *,
     channel: str,
     now: datetime,
@@ -468,7 +467,7 @@ def run_now(
             raise UserError("no cluster is registered (clusters: in the config file)")
         digest = DigestConfig(channel=channel, schedule="0 9 * * *", name=f"{channel} manual")
     if poster is None:
-        return compose(db, config, config_path, digest, now=now, scanner=scanner, record_runs=False, manual=True)
+        return compose(db, config, clusters, digest, now=now, scanner=scanner, record_runs=False, manual=True)
     with db.unit_of_work() as uow:
         run_id = uow.digests.claim(key=digest.key, channel=channel, scheduled_for=now, by=replica_name(), manual=True)
     if run_id is None:
@@ -476,7 +475,7 @@ def run_now(
     return build_and_post(
         db,
         config,
-        config_path,
+        clusters,
         digest,
         run_id=run_id,
         now=now,

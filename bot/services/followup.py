@@ -11,24 +11,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Protocol
 
 from bot.errors import NsstuckError
-from bot.kube.connecting import ClusterTarget
-from bot.services.diagnosing import DiagnosisResult
+from bot.services.diagnosing import Diagnoser
+from bot.services.notifying import IncidentNotifier, Thread
 from bot.services.recording import record
-from bot.services.reporting import human_seconds
-from bot.settings import AppConfig
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
-
-Diagnoser = Callable[[ClusterTarget, str], DiagnosisResult]
-
-
-class Notifier(Protocol):
-    def thread_note(self, channel: str, thread_ts: str, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -72,19 +62,17 @@ def open_incidents(db: Database) -> list[OpenIncident]:
 def follow_up(
     db: Database,
     *,
-    config: AppConfig,
-    config_path: Path,
+    registered: Callable[[str], bool],
     diagnoser: Diagnoser,
-    notifier: Notifier | None,
+    notifier: IncidentNotifier | None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> FollowUp:
     checked = resolved = changed = unreachable = 0
     for incident in open_incidents(db):
-        cluster = config.cluster(incident.cluster)
-        if cluster is None:
+        if not registered(incident.cluster):
             continue  # no longer registered: nothing to ask
         try:
-            result = diagnoser(ClusterTarget.from_config(cluster, config_path), incident.namespace)
+            result = diagnoser(incident.cluster, incident.namespace)
         except NsstuckError as e:
             log.info("follow-up of %s/%s: %s", incident.cluster, incident.namespace, e)
             unreachable += 1
@@ -98,8 +86,8 @@ def follow_up(
                 won = uow.incidents.resolve(incident.id, at)
             if won:
                 resolved += 1
-                took = human_seconds(int((at - incident.since).total_seconds()))
-                _note(notifier, incident, f":white_check_mark: `{incident.namespace}` is gone: resolved after {took}.")
+                took = int((at - incident.since).total_seconds())
+                _note(notifier, incident, resolved_after=took)
                 with db.unit_of_work() as uow:
                     stored = uow.incidents.get(incident.id)
                     if stored is not None:
@@ -110,12 +98,7 @@ def follow_up(
             changed += 1
             record(db, result, trigger="schedule", requested_by="schedule")
             summary = next((f.summary for f in diagnosis.findings if f.blocking), "")
-            _note(
-                notifier,
-                incident,
-                f":arrows_counterclockwise: The cause changed: `{incident.cause}` → `{new_cause}`"
-                + (f": {summary}" if summary else ""),
-            )
+            _note(notifier, incident, cause=new_cause, summary=summary)
         with db.unit_of_work() as uow:
             stored = uow.incidents.get(incident.id)
             if stored is not None:
@@ -123,10 +106,23 @@ def follow_up(
     return FollowUp(checked, resolved, changed, unreachable)
 
 
-def _note(notifier: Notifier | None, incident: OpenIncident, text: str) -> None:
+def _note(
+    notifier: IncidentNotifier | None,
+    incident: OpenIncident,
+    *,
+    resolved_after: int | None = None,
+    cause: str | None = None,
+    summary: str = "",
+) -> None:
+    """Tell the incident's thread that it was resolved (after `resolved_after` seconds), or that its
+    cause changed to `cause`."""
     if notifier is None or incident.channel is None or incident.thread_ts is None:
         return
+    thread = Thread(incident.channel, incident.thread_ts)
     try:
-        notifier.thread_note(incident.channel, incident.thread_ts, text)
+        if resolved_after is not None:
+            notifier.incident_resolved(thread, namespace=incident.namespace, after_seconds=resolved_after)
+        else:
+            notifier.cause_changed(thread, before=incident.cause, after=cause, summary=summary)
     except Exception:  # the incident's state is committed; a lost note must not stop the job
         log.exception("could not post the follow-up of incident %s", incident.id)

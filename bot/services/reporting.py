@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
+from bot.domain import durations
 from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
 
 _RISK_MARK = {Risk.NONE: "safe", Risk.LOW: "low risk", Risk.MEDIUM: "MEDIUM RISK", Risk.HIGH: "HIGH RISK"}
 
 
 def human_seconds(seconds: int) -> str:
-    days, rest = divmod(max(0, seconds), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {secs}s" if secs and minutes < 10 else f"{minutes}m"
-    return f"{secs}s"
+    """The terminal's durations: seconds shown under ten minutes ("5m 30s"), "4d 0h" kept even."""
+    return durations.human_seconds(seconds, seconds_below_minutes=10)
 
 
 def headline(diagnosis: Diagnosis) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.domain.durations import human_seconds
 from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
 from bot.slack import ids
 from bot.slack.text import clip, code, escape, thread_url
@@ -39,17 +40,6 @@ class Message:
 
 def risk_label(risk: Risk) -> str:
     return _RISK[risk]
-
-
-def human_seconds(seconds: int) -> str:
-    days, rest = divmod(max(0, seconds), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    return f"{minutes}m" if minutes else f"{max(0, seconds)}s"
 
 
 def _section(text: str) -> Block:

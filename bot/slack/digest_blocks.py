@@ -4,9 +4,10 @@ thread. Quiet clusters share one line. Pure; everything from a cluster is escape
 
 from __future__ import annotations
 
+from bot.domain.durations import human_seconds
 from bot.services.digest_text import headline
 from bot.services.digesting import Digest, Entry, Section
-from bot.slack.blocks import Block, Message, _context, _section, _sections, human_seconds, pack
+from bot.slack.blocks import Block, Message, _context, _section, _sections, pack
 from bot.slack.text import code, escape, thread_url
 
 

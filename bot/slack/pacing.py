@@ -19,6 +19,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from bot.errors import TemporaryError
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -41,8 +43,9 @@ class Unsettled(Exception):
         self.wait = wait
 
 
-class Transient(Exception):
-    """Raised by a post for an error worth retrying (5xx, connection reset, timeout)."""
+class Transient(TemporaryError):
+    """Raised by a post for an error worth retrying (5xx, connection reset, timeout): the project's
+    temporary error, as Slack's work meets it."""
 
 
 @dataclass

@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 
+from bot.domain.refs import NAMESPACE_NAME
 from bot.slack.text import clip, code
 
-NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 SUBCOMMANDS = ("clusters", "history", "help")
 MAX_TEXT = 500
 MAX_ECHO = 24  # characters of the caller's own words quoted back in a message
 
+# every form of the command, with what it does: the help and the usage line are both made from it
+FORMS = (
+    (
+        "/nsstuck <cluster> <namespace>",
+        "diagnose it; the verdict goes to this channel, the evidence and the remedies (safest first) to its thread",
+    ),
+    ("/nsstuck clusters", "the clusters you can name here"),
+    ("/nsstuck history [<cluster> [<namespace>]]", "past incidents"),
+    ("/nsstuck help", "this message"),
+)
+HELP = "*nsstuck* finds out why a namespace is stuck in Terminating.\n" + "\n".join(
+    f"• `{form}`: {what}" for form, what in FORMS
+)
 USAGE = (
-    "Usage: `/nsstuck <cluster> <namespace>` to diagnose a namespace stuck in Terminating, "
-    "`/nsstuck clusters`, `/nsstuck history [<cluster> [<namespace>]]`, `/nsstuck help`."
+    f"Usage: `{FORMS[0][0]}` to diagnose a namespace stuck in Terminating, "
+    + ", ".join(f"`{form}`" for form, _ in FORMS[1:])
+    + "."
 )
 
 

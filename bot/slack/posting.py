@@ -33,8 +33,8 @@ from urllib.error import URLError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bot.services.metrics import Metrics
 from bot.slack.blocks import Message
-from bot.slack.metrics import Metrics
 from bot.slack.pacing import RateLimited, Transient, Unsettled
 
 log = logging.getLogger(__name__)

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from bot.domain.durations import human_seconds
 from bot.domain.findings import Risk
 from bot.remediation.requests import RequestView
 from bot.slack import ids
-from bot.slack.blocks import Block, Message, human_seconds, risk_label
+from bot.slack.blocks import Block, Message, risk_label
 from bot.slack.text import clip, code, escape
 
 BUTTON_TEXT = 75
@@ -101,3 +102,32 @@ def pending_lines(views: Sequence[RequestView]) -> list[str]:
             f"· asked by <@{escape(view.requested_by)}> · {state}"
         )
     return out
+
+
+def outcome_text(view: RequestView) -> str:
+    """One line on how a request ended, for its thread (plain words: escaped before it is posted)."""
+    reason = view.status_reason or ""
+    if view.status == "applied":
+        return f"Done: {reason}. Following `{view.namespace}` until it is gone."
+    if view.status == "stale":
+        return (
+            f"Not applied: the cluster changed since the diagnosis ({reason}). Nothing was changed; "
+            f"run `/nsstuck {view.cluster} {view.namespace}` again and request it from the fresh diagnosis."
+        )
+    if view.status == "failed":
+        return f"Failed: {reason}."
+    return f"Request is {view.status}: {reason}"
+
+
+def verification_text(view: RequestView) -> str:
+    """How the namespace fared after an applied change (plain words: escaped before it is posted)."""
+    if view.verification == "gone":
+        return f"`{view.namespace}` is gone after remediation #{view.id}."
+    if view.verification == "still_terminating":
+        return (
+            f"`{view.namespace}` is still Terminating after remediation #{view.id}; "
+            f"run `/nsstuck {view.cluster} {view.namespace}` to see what holds it now."
+        )
+    return (
+        f"Could not tell whether `{view.namespace}` is gone after remediation #{view.id}: the cluster did not answer."
+    )

@@ -21,7 +21,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from waitress.server import create_server
 
 from bot.slack import shapes
-from bot.slack.app import Bot
+from bot.slack.app import SlackDoor
 from bot.slack.signing import RequestGate, Verdict
 
 log = logging.getLogger(__name__)
@@ -77,13 +77,13 @@ def bolt_request(raw: str, query: str, headers: dict[str, str | Sequence[str]], 
 class Web:
     """The WSGI application."""
 
-    def __init__(self, bot: Bot | None, *, ready: Callable[[], bool], socket_mode: bool) -> None:
+    def __init__(self, bot: SlackDoor | None, *, ready: Callable[[], bool], socket_mode: bool) -> None:
         self.bot = bot
         self.ready = ready
         self.socket_mode = socket_mode
-        secret = bot.deps.settings.slack_signing_secret if bot is not None else None
+        secret = bot.settings.slack_signing_secret if bot is not None else None
         # every HTTP request is checked here (signature, freshness, replay) before Bolt sees it
-        self.gate = RequestGate(secret.get_secret_value(), bot.deps.db) if bot is not None and secret else None
+        self.gate = RequestGate(secret.get_secret_value(), bot.db) if bot is not None and secret else None
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -125,7 +125,7 @@ class Web:
                 return refused
         try:
             request = bolt_request(
-                raw, str(environ.get("QUERY_STRING", "")), headers, api_url=self.bot.deps.settings.slack_api_url
+                raw, str(environ.get("QUERY_STRING", "")), headers, api_url=self.bot.settings.slack_api_url
             )
         except MalformedRequest as e:
             log.warning("refused a malformed request from Slack: %s", e)
@@ -204,7 +204,7 @@ def guard_envelopes(client: Any, *, api_url: str) -> None:
 
 
 def serve(
-    bot: Bot,
+    bot: SlackDoor,
     *,
     port: int,
     app_token: str | None,
@@ -223,7 +223,7 @@ def serve(
         from bot.slack.socket_mode import SocketModeHandler
 
         handler = SocketModeHandler(bot.app, app_token, ping_interval=ping_interval, stale_after=stale_after)
-        guard_envelopes(handler.client, api_url=bot.deps.settings.slack_api_url)
+        guard_envelopes(handler.client, api_url=bot.settings.slack_api_url)
         handler.connect()
 
     def ready() -> bool:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.kube.registry import ClusterRegistry
 from bot.services.digest_text import render_text
 from bot.services.digesting import Digest, run_due, run_now
 from bot.settings import AppConfig
@@ -58,7 +59,7 @@ def _tick_every_minute(
 ) -> None:
     now = _at(start)
     for _ in range(minutes):
-        run_due(db, config, path, now=now, poster=posted, by="test")
+        run_due(db, config, ClusterRegistry.from_config(config, path), now=now, poster=posted, by="test")
         now += timedelta(minutes=1)
 
 
@@ -91,7 +92,14 @@ def test_a_missed_run_is_made_up_once_within_the_grace_and_not_after(
     _tick_every_minute(database, config, tmp_path / "c.yaml", posted, start="2026-11-23T08:40:00", minutes=30)
     assert [d.scheduled_for for d in posted.digests] == [_at("2026-11-23T08:00:00")]
     # another replica starting later the same hour finds it claimed
-    run_due(database, config, tmp_path / "c.yaml", now=_at("2026-11-23T08:55:00"), poster=posted, by="other")
+    run_due(
+        database,
+        config,
+        ClusterRegistry.from_config(config, tmp_path / "c.yaml"),
+        now=_at("2026-11-23T08:55:00"),
+        poster=posted,
+        by="other",
+    )
     assert len(posted.digests) == 1
     # down the next morning until 09:30 UTC (more than the hour of grace late): nothing is made up
     _tick_every_minute(database, config, tmp_path / "c.yaml", posted, start="2026-11-24T09:30:00", minutes=5)
@@ -107,7 +115,13 @@ def test_an_unreachable_cluster_is_said_never_skipped(
     _namespace(kube_emulator, "ddd", delete=True)
     config = _config(tmp_path, kube_emulator, unreachable=True)
     posted = Posted()
-    run_due(database, config, tmp_path / "c.yaml", now=_at("2026-11-23T08:00:10"), poster=posted)
+    run_due(
+        database,
+        config,
+        ClusterRegistry.from_config(config, tmp_path / "c.yaml"),
+        now=_at("2026-11-23T08:00:10"),
+        poster=posted,
+    )
     [digest] = posted.digests
     gone = next(s for s in digest.sections if s.cluster == "gone")
     assert not gone.reachable
@@ -127,12 +141,12 @@ def test_new_still_and_resolved_across_three_digests(
     posted = Posted()
     path = tmp_path / "c.yaml"
 
-    run_due(database, config, path, now=_at("2026-11-23T08:00:30"), poster=posted)
+    run_due(database, config, ClusterRegistry.from_config(config, path), now=_at("2026-11-23T08:00:30"), poster=posted)
     first = posted.digests[-1].sections[0]
     assert ([e.namespace for e in first.new], first.still, first.resolved) == (["alpha"], (), ())
 
     _namespace(kube_emulator, "beta", delete=True)
-    run_due(database, config, path, now=_at("2026-11-24T08:00:30"), poster=posted)
+    run_due(database, config, ClusterRegistry.from_config(config, path), now=_at("2026-11-24T08:00:30"), poster=posted)
     second = posted.digests[-1].sections[0]
     assert [e.namespace for e in second.new] == ["beta"]
     assert [e.namespace for e in second.still] == ["alpha"]
@@ -143,7 +157,7 @@ def test_new_still_and_resolved_across_three_digests(
         "/api/v1/namespaces/alpha/configmaps/mymap", {"metadata": {"finalizers": None}}
     )
     run_for(kube_emulator, 60)
-    run_due(database, config, path, now=_at("2026-11-25T08:00:30"), poster=posted)
+    run_due(database, config, ClusterRegistry.from_config(config, path), now=_at("2026-11-25T08:00:30"), poster=posted)
     third = posted.digests[-1].sections[0]
     assert third.new == ()
     assert [e.namespace for e in third.still] == ["beta"]
@@ -156,7 +170,13 @@ def test_new_still_and_resolved_across_three_digests(
 def test_all_clear_is_one_line(database: Database, kube_emulator: Emulator, tmp_path: Path) -> None:
     config = _config(tmp_path, kube_emulator)
     posted = Posted()
-    run_due(database, config, tmp_path / "c.yaml", now=_at("2026-11-23T08:00:30"), poster=posted)
+    run_due(
+        database,
+        config,
+        ClusterRegistry.from_config(config, tmp_path / "c.yaml"),
+        now=_at("2026-11-23T08:00:30"),
+        poster=posted,
+    )
     [digest] = posted.digests
     assert digest.all_clear
     assert render_text(digest).startswith("All clear (Mon 2026-11-23 09:00 Europe/Berlin): no namespace stuck")
@@ -167,7 +187,12 @@ def test_a_dry_run_writes_nothing(database: Database, kube_emulator: Emulator, t
     _namespace(kube_emulator, "ddd", delete=True)
     config = _config(tmp_path, kube_emulator)
     digest = run_now(
-        database, config, tmp_path / "c.yaml", channel=CHANNEL, now=_at("2026-11-23T10:00:00"), poster=None
+        database,
+        config,
+        ClusterRegistry.from_config(config, tmp_path / "c.yaml"),
+        channel=CHANNEL,
+        now=_at("2026-11-23T10:00:00"),
+        poster=None,
     )
     assert [e.namespace for e in digest.sections[0].new] == ["ddd"]
     with database.unit_of_work() as uow:
@@ -179,14 +204,26 @@ def test_all_clear_can_be_silent(database: Database, kube_emulator: Emulator, tm
     config = _config(tmp_path, kube_emulator)
     quiet = config.model_copy(update={"digests": (config.digests[0].model_copy(update={"all_clear": False}),)})
     posted = Posted()
-    run_due(database, quiet, tmp_path / "c.yaml", now=_at("2026-11-23T08:00:30"), poster=posted)
+    run_due(
+        database,
+        quiet,
+        ClusterRegistry.from_config(quiet, tmp_path / "c.yaml"),
+        now=_at("2026-11-23T08:00:30"),
+        poster=posted,
+    )
     assert posted.digests == []
     with database.unit_of_work() as uow:
         [run] = uow.digests.for_key(quiet.digests[0].key)
         assert run.status == "skipped"
     # the silent run still counts as "the last digest" for the next one
     _namespace(kube_emulator, "ddd", delete=True)
-    run_due(database, quiet, tmp_path / "c.yaml", now=_at("2026-11-24T08:00:30"), poster=posted)
+    run_due(
+        database,
+        quiet,
+        ClusterRegistry.from_config(quiet, tmp_path / "c.yaml"),
+        now=_at("2026-11-24T08:00:30"),
+        poster=posted,
+    )
     [digest] = posted.digests
     assert digest.previous == _at("2026-11-23T08:00:00")
     assert [e.namespace for e in digest.sections[0].new] == ["ddd"]

@@ -9,7 +9,7 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 
 from bot.slack.blocks import Message
-from bot.slack.metrics import Metrics
+from bot.services.metrics import Metrics
 from bot.slack.pacing import ChannelPacer, Transient
 from bot.slack.posting import Backlog, Poster
 from tests.fakes.slackapi import SlackEmulator

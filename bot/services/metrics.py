@@ -1,4 +1,5 @@
-"""Prometheus metrics of the bot, in a registry of its own (no global state)."""
+"""Prometheus metrics of the bot, in a registry of its own (no global state): counted by the use cases
+and the doors alike, served by `/metrics`."""
 
 from __future__ import annotations
 

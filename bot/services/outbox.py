@@ -1,0 +1,84 @@
+"""The outbox: recorded diagnosis runs are published once, whatever happens to the door in between.
+
+A run is committed before anything is posted (`recording.record`). Publishing it claims the next
+attempt in the database (so that two workers or replicas never post it at once), posts the verdict in
+the incident's thread (or starts that thread), then the report in it; a failed attempt is recorded and
+the scheduled job (`repost_pending`) tries again. Runs of one incident are published one after the
+other in this process, so that the first verdict's thread is known before the next one picks a place.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from bot.services.notifying import RunAttempt, RunPublisher
+from bot.services.recording import (
+    PendingPost,
+    attach_thread,
+    claim_post,
+    current_thread,
+    mark_post_failed,
+    mark_posted,
+    pending_post,
+    unposted_runs,
+)
+from bot.store.database import Database
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    def __init__(self, db: Database, publisher: RunPublisher, *, remediable: Callable[[str], bool]) -> None:
+        """`remediable(cluster)`: whether its reports carry Request buttons."""
+        self.db = db
+        self.publisher = publisher
+        self.remediable = remediable
+        self._incident_locks: dict[int, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def deliver(self, run_id: int) -> bool:
+        """Post a recorded run (verdict, then its report in the incident's thread); True once posted."""
+        pending = pending_post(self.db, run_id)
+        if pending is None or not claim_post(self.db, run_id, pending.attempts):
+            return False  # posted already, or another worker or replica is posting it
+        attempt = self.publisher.attempt(pending)
+        try:
+            self._publish(pending, attempt)
+        except Exception as e:  # the edge of one delivery: Slack refused or is down; the run stays in the outbox
+            log.warning("posting run %s to %s failed (%s); it will be retried", run_id, pending.channel, e)
+            attempt.failed()
+            mark_post_failed(self.db, run_id, f"{e.__class__.__name__}: {e}")
+            return False
+        attempt.posted()
+        mark_posted(self.db, run_id, datetime.now(UTC))
+        return True
+
+    def repost_pending(self) -> int:
+        """Post every run whose posting failed or never happened, and what else the publisher kept
+        (notes, request messages); the scheduler calls this."""
+        delivered = 0
+        for run_id in unposted_runs(self.db, now=datetime.now(UTC)):
+            delivered += self.deliver(run_id)
+        return delivered + self.publisher.retry_kept()
+
+    def _publish(self, pending: PendingPost, attempt: RunAttempt) -> None:
+        if pending.incident_id is None:  # active or gone: the verdict says it all
+            attempt.verdict(None)
+            return
+        with self._incident_lock(pending.incident_id):
+            existing = current_thread(self.db, pending.incident_id)
+            thread = existing[1] if existing and existing[0] == pending.channel else None
+            posted = attempt.verdict(thread)
+            if thread is None:
+                if posted is None:
+                    raise LookupError("the verdict's post came back without a ts to start the thread with")
+                _, thread = attach_thread(self.db, pending.incident_id, pending.channel, posted)
+            wait = attempt.report(thread, remediable=self.remediable(pending.diagnosis.cluster))
+        wait()
+
+    def _incident_lock(self, incident_id: int) -> threading.Lock:
+        with self._locks_guard:
+            return self._incident_locks.setdefault(incident_id, threading.Lock())

@@ -1,0 +1,159 @@
+"""The remediation use cases: file a request from a remedy, decide on it, execute it once approved,
+and the chores that the clock runs (expiry, reconciliation of executions cut short, follow-through).
+
+Every decision lives in the database (`bot.remediation.requests`); every change is made by the
+`Executor`. What becomes of a request is told through a `RemediationNotifier`; refusals meant only for
+the person who clicked are raised (UserError) or returned (`Vote.message`) for the door to show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bot.errors import UserError
+from bot.kube.registry import ClusterRegistry
+from bot.remediation import policy
+from bot.remediation.executing import Executor
+from bot.remediation.requests import (
+    Filed,
+    RequestView,
+    Vote,
+    VoteKind,
+    decide,
+    expire_due,
+    file_request,
+    load,
+    set_message,
+)
+from bot.services.notifying import RemediationNotifier
+from bot.services.recording import current_thread, incident_namespace_uid, run_cluster
+from bot.settings import AppConfig, Settings
+from bot.store.database import Database
+
+# runs a callable on a worker pool (the approved execution must not hold the door's listener)
+Submit = Callable[..., Future[Any]]
+
+
+def remediation_open(config: AppConfig, cluster: str) -> bool:
+    """Whether remediation can be requested on this cluster (its reports carry Request buttons)."""
+    found = config.cluster(cluster)
+    return found is not None and policy.remediation_off(found) is None
+
+
+class Remediation:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        config: AppConfig,
+        settings: Settings,
+        clusters: ClusterRegistry,
+        notifier: RemediationNotifier,
+        submit: Submit,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.settings = settings
+        self.notifier = notifier
+        self.submit = submit
+        self.clock = clock
+        self.executor = Executor(
+            db,
+            clusters=clusters,
+            follow_for=timedelta(seconds=settings.remediation_follow_seconds),
+            clock=clock,
+        )
+
+    # -- a remedy's button -------------------------------------------------------------------
+
+    def file(self, *, run_id: int, remedy_id: str, user: str, channel: str, thread_ts: str | None) -> Filed:
+        """File a request for a remedy of a recorded run, and show it in its thread (the incident's own
+        thread when it lives in this channel). Raises UserError (or UnknownClusterError) to refuse."""
+        cluster_name = run_cluster(self.db, run_id)
+        if cluster_name is None:
+            raise UserError("That diagnosis is not on record any more; run `/nsstuck` again.")
+        cluster = self.config.require_cluster(cluster_name)
+        if cluster.channels and channel not in cluster.channels:
+            raise UserError(f"Cluster `{cluster.name}` cannot be changed from this channel.")
+        filed = file_request(
+            self.db,
+            run_id=run_id,
+            remedy_id=remedy_id,
+            user=user,
+            cluster=cluster,
+            now=self.clock(),
+            expires_after=timedelta(seconds=self.settings.request_expiry_seconds),
+            channel=channel,
+            thread_ts=thread_ts,
+        )
+        if not filed.created:
+            return filed
+        view = filed.view
+        thread = thread_ts
+        if view.incident_id is not None:  # the incident's own thread, wherever the button was
+            found = current_thread(self.db, view.incident_id)
+            if found and found[0] == channel:
+                thread = found[1]
+
+        # the request is on record; if the door fails now, its message is shown when it answers again
+        # (drawn as the request stood when filed: a vote needs the message, so it is still pending)
+        def posted(message_ts: str) -> None:
+            set_message(self.db, view.id, channel, message_ts)
+            latest = load(self.db, view.id)
+            if latest is not None and latest.status != view.status:  # it moved on while the door was down
+                self.notifier.request_changed(latest)
+
+        self.notifier.request_filed(view, thread_ts=thread, posted=posted)
+        return filed
+
+    # -- Approve and Reject ------------------------------------------------------------------
+
+    def load(self, request_id: int) -> RequestView | None:
+        return load(self.db, request_id)
+
+    def approvers(self, cluster: str, members: policy.GroupMembers) -> frozenset[str]:
+        """Every user who may approve on this cluster (user groups expanded by `members`); raises
+        UnknownClusterError for a cluster that is no longer registered."""
+        return policy.eligible_approvers(self.config.require_cluster(cluster).approvers, members)
+
+    def decide(self, request_id: int, *, user: str, approve: bool, approvers: frozenset[str]) -> Vote:
+        """One click on Approve or Reject. The request's message is redrawn, a rejection said in its
+        thread, and a vote that completes the approvals starts the execution on the worker pool."""
+        vote = decide(
+            self.db,
+            request_id,
+            user=user,
+            approve=approve,
+            approvers=approvers,
+            now=self.clock(),
+            execution_timeout=timedelta(seconds=self.settings.execution_timeout_seconds),
+        )
+        if vote.kind in (VoteKind.REFUSED, VoteKind.DUPLICATE, VoteKind.CLOSED, VoteKind.UNKNOWN):
+            return vote
+        assert vote.view is not None
+        self.notifier.request_changed(vote.view)
+        if vote.kind is VoteKind.REJECTED:
+            self.notifier.request_rejected(vote.view, by=user)
+        elif vote.kind is VoteKind.EXECUTE and vote.execution_id is not None:
+            self.submit(self.execute, request_id, vote.execution_id)
+        return vote
+
+    def execute(self, request_id: int, execution_id: str) -> None:
+        outcome = self.executor.execute(request_id, execution_id)
+        if outcome is not None:
+            self.notifier.outcome(outcome)
+
+    # -- chores (the scheduler calls this) ---------------------------------------------------
+
+    def chores(self) -> None:
+        """Expire overdue requests, reconcile executions whose executor died, follow applied ones."""
+        for view in expire_due(self.db, self.clock()):
+            self.notifier.request_expired(view)
+        for outcome in self.executor.reconcile():
+            self.notifier.outcome(outcome)
+        for outcome in self.executor.follow(lambda view: incident_namespace_uid(self.db, view.incident_id)):
+            self.notifier.verified(outcome.view)

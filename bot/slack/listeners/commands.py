@@ -1,0 +1,92 @@
+"""The /nsstuck slash command: help, the clusters, history, and a diagnosis.
+
+It acknowledges at once (Slack allows 3 s, and a cluster may take longer) and hands the diagnosis to
+the answering use case, which records it before anything is posted, so that a Slack outage loses
+nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+
+from bot.errors import NsstuckError
+from bot.services.answering import Answering
+from bot.services.history import history
+from bot.services.metrics import Metrics
+from bot.settings import AppConfig
+from bot.slack import history_blocks, parsing
+from bot.slack.text import code, escape
+from bot.store.database import Database
+
+
+class _Asker:
+    """Tells the person who typed the command (only them), through the command's response_url."""
+
+    def __init__(self, respond: Respond) -> None:
+        self.respond = respond
+
+    def could_not_diagnose(self, cluster: str, namespace: str, error: NsstuckError) -> None:
+        self.respond(text=f"Could not diagnose {code(namespace)} on {code(cluster)}: {escape(str(error))}")
+
+    def could_not_save(self, namespace: str) -> None:
+        self.respond(
+            text=f"The diagnosis of {code(namespace)} could not be saved: the database "
+            "has been unavailable for too long. Please run the command again later."
+        )
+
+
+class CommandListener:
+    def __init__(self, *, config: AppConfig, db: Database, metrics: Metrics, answering: Answering) -> None:
+        self.config = config
+        self.db = db
+        self.metrics = metrics
+        self.answering = answering
+
+    def register(self, app: App) -> None:
+        app.command("/nsstuck")(self.on_command)
+
+    def on_command(self, ack: Ack, command: dict[str, Any], respond: Respond) -> None:
+        config = self.config
+        parsed = parsing.parse(str(command.get("text") or ""), config.cluster_names)
+        kind = type(parsed).__name__.lower()
+        self.metrics.commands.labels(kind=kind).inc()
+        if isinstance(parsed, parsing.Invalid):
+            ack(text=parsed.message)
+            return
+        if isinstance(parsed, parsing.Help):
+            ack(text=parsing.HELP)
+            return
+        channel = str(command.get("channel_id") or "")
+        if isinstance(parsed, parsing.ListClusters):
+            ack(text=self._clusters_text(channel))
+            return
+        if isinstance(parsed, parsing.History):
+            if parsed.cluster:
+                allowed = config.require_cluster(parsed.cluster).channels
+                if allowed and channel not in allowed:
+                    ack(text=f"Cluster {code(parsed.cluster)} cannot be looked at from this channel.")
+                    return
+            found = history(self.db, cluster=parsed.cluster, namespace=parsed.namespace)
+            workspace = history_blocks.workspace_url(str(command.get("team_domain") or "") or None)
+            message = history_blocks.history_message(found, workspace=workspace)
+            ack(text=message.text, blocks=list(message.blocks))
+            return
+        cluster = config.require_cluster(parsed.cluster)
+        if cluster.channels and channel not in cluster.channels:
+            ack(text=f"Cluster {code(cluster.name)} cannot be diagnosed from this channel.")
+            return
+        ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
+        user = str(command.get("user_id") or "")
+        self.answering.submit(cluster.name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond))
+
+    def _clusters_text(self, channel: str) -> str:
+        clusters = self.config.clusters
+        if not clusters:
+            return "No cluster is registered yet (see the config file's `clusters:`)."
+        lines = []
+        for cluster in clusters:
+            allowed = not cluster.channels or channel in cluster.channels
+            lines.append(f"• {code(cluster.name)}" + ("" if allowed else " (not from this channel)"))
+        return "Registered clusters:\n" + "\n".join(lines)
