@@ -1,7 +1,8 @@
 """Kubernetes RBAC, as data: the rules nsstuck needs and the API requests they allow.
 
 The tables themselves live beside the code that makes the requests (reads in
-`bot.kube.permissions`, writes in `bot.remediation.permissions`); the Helm chart's ClusterRoles are
+`bot.kube.permissions`; writes declared by each remedy kind in `bot.remediation.kinds`, gathered in
+`bot.remediation.permissions`); the Helm chart's ClusterRoles are
 written from them and a test holds the two equal. Matching follows the API server's authorizer:
 a request is turned into (verb, API group, resource[/subresource]) the way its request-info
 resolver does, or into a non-resource URL (discovery), and a rule allows it if every part matches.

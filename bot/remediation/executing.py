@@ -16,14 +16,14 @@ from datetime import UTC, datetime, timedelta
 
 from bot.diagnosis.engine import diagnose
 from bot.domain.changes import CallResult, Operation, Verdict
-from bot.domain.findings import Action
-from bot.domain.refs import KubeObject, ObjectRef
+from bot.domain.refs import ClusterName, KubeObject, ObjectRef
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions, Collector
 from bot.kube.patching import Patcher
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 from bot.remediation import planning
+from bot.remediation.kinds.registry import kind_of
 from bot.remediation.requests import RequestView, audit, load, view_of
 from bot.store.audit import SYSTEM_ACTOR
 from bot.store.database import Database
@@ -61,7 +61,7 @@ class Executor:
         self.clock = clock
 
     @contextmanager
-    def _patcher(self, cluster: str, deadline: datetime | None) -> Iterator[Patcher]:
+    def _patcher(self, cluster: ClusterName, deadline: datetime | None) -> Iterator[Patcher]:
         remaining = (deadline - self.clock()).total_seconds() if deadline else MAX_CALL_TIMEOUT
         connection = self.clusters.connect(cluster, pool_size=4)
         try:
@@ -87,7 +87,7 @@ class Executor:
         remedy = view.remedy
         live = [patcher.read(target) for target in remedy.targets]
         reasons = planning.stale_reasons(remedy, live)
-        if not reasons and remedy.action is Action.FORCE_FINALIZE_NAMESPACE:
+        if not reasons and planning.needs_fresh_evidence(remedy):
             reasons = self._evidence_now(view, patcher)
         if reasons:
             return self._finish(view, execution_id, "stale", "; ".join(reasons), reasons=reasons)
@@ -157,7 +157,8 @@ class Executor:
         diagnosis = diagnose(snapshot)
         if not diagnosis.complete:
             gaps = ", ".join(str(g) for g in diagnosis.gaps[:3])
-            return [f"the evidence is incomplete now ({gaps}), and force-finalizing needs all of it"]
+            doing = kind_of(view.remedy.action).doing.lower()
+            return [f"the evidence is incomplete now ({gaps}), and {doing} needs all of it"]
         return []
 
     def _finish(

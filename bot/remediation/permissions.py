@@ -1,7 +1,8 @@
 """The Kubernetes permissions remediation needs: per remedy, exactly the verbs it uses, on exactly
-the resources it touches. A test checks every write the executor makes against it, and another that
-the Helm chart's remediation ClusterRole (helm/nsstuck/templates/rbac-remediation.yaml, written by
-hand with a comment per rule) grants exactly this. The reads of diagnosis are `bot.kube.permissions`.
+the resources it touches, as each remedy kind declares them (`bot.remediation.kinds`). A test checks
+every write the executor makes against them, and another that the Helm chart's remediation
+ClusterRole (helm/nsstuck/templates/rbac-remediation.yaml, written by hand with a comment per rule)
+grants exactly these. The reads of diagnosis are `bot.kube.permissions`.
 
 Reading (get) is needed on every target, to re-check it right before the change and to back it up.
 """
@@ -12,31 +13,12 @@ from collections.abc import Iterable
 
 from bot.domain.access import Rule, allowed_by, parse_request, unique
 from bot.domain.findings import Action
+from bot.remediation.kinds.registry import KINDS
 
 __all__ = ["PERMISSIONS", "Rule", "allowed", "remediation_rules", "request_of", "rules_for"]
 
-PERMISSIONS: dict[Action, tuple[Rule, ...]] = {
-    # an orphaned finalizer can sit on any kind of object (custom resources above all), so this is the
-    # one rule that cannot name its resources in advance; switch remediation off where that is too much
-    Action.REMOVE_FINALIZER: (Rule(("*",), ("*",), ("get", "patch")),),
-    Action.REMOVE_NAMESPACE_FINALIZER: (
-        Rule(("",), ("namespaces",), ("get", "patch")),
-        Rule(("",), ("namespaces/finalize",), ("update",)),
-    ),
-    Action.FORCE_FINALIZE_NAMESPACE: (
-        Rule(("",), ("namespaces",), ("get",)),
-        Rule(("",), ("namespaces/finalize",), ("update",)),
-    ),
-    Action.DELETE_APISERVICE: (Rule(("apiregistration.k8s.io",), ("apiservices",), ("get", "delete")),),
-    Action.DELETE_WEBHOOK_CONFIGURATION: (
-        Rule(
-            ("admissionregistration.k8s.io",),
-            ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"),
-            ("get", "delete"),
-        ),
-    ),
-    Action.FORCE_DELETE_POD: (Rule(("",), ("pods",), ("get", "delete")),),
-}
+# in the registry's order, which is the order of the chart's rules
+PERMISSIONS: dict[Action, tuple[Rule, ...]] = {action: kind.rules for action, kind in KINDS.items()}
 
 
 def request_of(method: str, path: str) -> tuple[str, str, str]:

@@ -6,10 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from bot.domain.findings import Action, Diagnosis, Remedy
+from bot.remediation.kinds.registry import KINDS, kind_of
 from bot.settings import ClusterConfig
-
-# Force-finalizing orphans whatever is left in the namespace: never on one person's word.
-FORCE_FINALIZE_MIN_APPROVALS = 2
 
 GroupMembers = Callable[[str], Iterable[str]]
 
@@ -29,17 +27,20 @@ def remediation_off(cluster: ClusterConfig) -> str | None:
 
 
 def required_approvals(cluster: ClusterConfig, action: Action) -> int:
-    if action is Action.FORCE_FINALIZE_NAMESPACE:
-        return max(cluster.required_approvals, FORCE_FINALIZE_MIN_APPROVALS)
-    return cluster.required_approvals
+    """The cluster's number, raised to what the remedy's kind needs at least."""
+    kind = KINDS.get(action)
+    if kind is None:
+        return cluster.required_approvals
+    return max(cluster.required_approvals, kind.min_approvals)
 
 
 def cannot_request(diagnosis: Diagnosis, remedy: Remedy) -> str | None:
     """Why this remedy cannot be filed as a request, or None."""
     if not remedy.action.changes_cluster:
         return "This remedy does not change the cluster; there is nothing to approve."
-    if remedy.action is Action.FORCE_FINALIZE_NAMESPACE and not diagnosis.complete:
-        return "Force-finalizing needs complete evidence, and this diagnosis is incomplete."
+    kind = kind_of(remedy.action)
+    if kind.needs_complete_diagnosis and not diagnosis.complete:
+        return f"{kind.doing} needs complete evidence, and this diagnosis is incomplete."
     if not remedy.targets:
         return "This remedy names no object to change."
     return None
