@@ -26,7 +26,8 @@ def emulated_clusters(
     """`count` clusters, each built by `build` ("module:function", called with the emulator and the
     cluster's index), served by `processes` emulator processes between them, with `latency_ms` added to
     every request: the clusters' kubeconfigs (in index order) and the processes' ids. The processes are
-    stopped when the block ends."""
+    stopped when the block ends. They run with ResourceWarning made an error; a socket or file one of
+    them left open (shown on its stderr) fails the block once they are stopped."""
     (work / "kubeconfigs").mkdir(parents=True, exist_ok=True)
     environment = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
     servers: list[subprocess.Popen[str]] = []
@@ -34,11 +35,16 @@ def emulated_clusters(
     try:
         for first in range(0, count, share):
             command = [
-                sys.executable, "-m", "tests.fakes.kubeapi", "--clusters", str(min(share, count - first)),
-                "--first-index", str(first), "--kubeconfig-dir", str(work / "kubeconfigs"), "--build", build,
-                "--fake-clock", "--no-background-controllers", "--latency-ms", str(latency_ms),
+                sys.executable, "-W", "error::ResourceWarning", "-m", "tests.fakes.kubeapi",
+                "--clusters", str(min(share, count - first)), "--first-index", str(first),
+                "--kubeconfig-dir", str(work / "kubeconfigs"), "--build", build, "--fake-clock",
+                "--no-background-controllers", "--latency-ms", str(latency_ms),
             ]  # fmt: skip
-            servers.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment, cwd=REPO))
+            with (work / f"emulator-{first}.err").open("w") as errors:
+                server = subprocess.Popen(
+                    command, stdout=subprocess.PIPE, stderr=errors, text=True, env=environment, cwd=REPO
+                )
+            servers.append(server)
         kubeconfigs: dict[int, Path] = {}
         for server in servers:
             assert server.stdout is not None
@@ -59,3 +65,9 @@ def emulated_clusters(
                 server.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 server.kill()
+            if server.stdout is not None:
+                server.stdout.close()
+    for first in range(0, count, share):
+        said = (work / f"emulator-{first}.err").read_text()
+        if "ResourceWarning" in said:
+            raise RuntimeError(f"emulator process {first} left a resource open:\n{said[-4000:]}")

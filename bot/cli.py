@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import __version__
-from bot.domain.refs import NAMESPACE_NAME
+from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError, UserError
 from bot.settings import AppConfig, Settings, load_config, load_settings
 
@@ -228,16 +228,16 @@ def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
     if args.context and not args.kubeconfig:
         raise UserError("--context goes with --kubeconfig")
     if args.cluster:
-        ctx.config.require_cluster(args.cluster)  # unknown: said with the closest registered name
-        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(args.cluster)
+        cluster = ctx.config.require_cluster(args.cluster)  # unknown: said with the closest registered name
+        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(cluster.cluster_name)
     if args.kubeconfig:
         if not Path(args.kubeconfig).is_file():
             raise UserError(f"kubeconfig {args.kubeconfig!r} does not exist or is not a file")
         kubeconfig = Path(args.kubeconfig)
-        name = args.context or current_context(kubeconfig) or kubeconfig.name
+        name = ClusterName(args.context or current_context(kubeconfig) or kubeconfig.name)
         return ClusterTarget(name=name, kubeconfig=kubeconfig, context=args.context)
     if len(ctx.config.clusters) == 1:
-        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(ctx.config.clusters[0].name)
+        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(ctx.config.clusters[0].cluster_name)
     if ctx.config.clusters:
         raise UserError(f"name a cluster with --cluster ({', '.join(ctx.config.cluster_names)})")
     raise UserError("no cluster: pass --cluster NAME (from the config file) or --kubeconfig PATH")

@@ -57,3 +57,13 @@ class TemporaryError(NsstuckError):
 
 class PermanentError(NsstuckError):
     """Something outside us failed in a way that retrying will not fix."""
+
+
+class StoreUnavailableError(TemporaryError):
+    """The database cannot be reached right now (down, restarting, failing over, the connection
+    dropped, SQLite's file locked past its busy timeout): the same work may succeed later."""
+
+
+class StoreError(PermanentError):
+    """The database refused the work (a constraint, a schema that does not match): trying again will
+    not help."""

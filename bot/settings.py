@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, NewType
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -30,10 +30,10 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from bot.domain.refs import ChannelId, ClusterName
 from bot.errors import ConfigError, UnknownClusterError
 
-ClusterName = NewType("ClusterName", str)
-ChannelId = NewType("ChannelId", str)
+__all__ = ["AppConfig", "ChannelId", "ClusterConfig", "ClusterName", "DigestConfig", "Settings"]
 
 DEFAULT_CONFIG_PATH = Path("config/nsstuck.yaml")
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from bot.domain.refs import ObjectRef
+from bot.domain.refs import ClusterName, ObjectRef
 
 REPORT_SCHEMA = "nsstuck.diagnosis/v1"
 
@@ -180,7 +180,7 @@ class Gap:
 class Diagnosis:
     """The report of contract §2."""
 
-    cluster: str
+    cluster: ClusterName
     namespace: str
     observed_at: datetime
     state: NamespaceState

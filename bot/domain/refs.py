@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NewType
+
+# names that are easy to mix up with any other string: a registered cluster's name (validated by the
+# config file), and a Slack channel id
+ClusterName = NewType("ClusterName", str)
+ChannelId = NewType("ChannelId", str)
 
 # A namespace's name (an RFC 1123 label): what the CLI and the Slack command accept, in one place.
 NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from bot.domain.findings import Gap
-from bot.domain.refs import KubeObject, meta
+from bot.domain.refs import ClusterName, KubeObject, meta
 
 SNAPSHOT_SCHEMA = "nsstuck.snapshot/v1"
 
@@ -107,7 +107,7 @@ _OBJECT_LISTS = (
 
 @dataclass(frozen=True)
 class NamespaceSnapshot:
-    cluster: str
+    cluster: ClusterName
     namespace: str
     observed_at: datetime
     namespace_object: KubeObject | None

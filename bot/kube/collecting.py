@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from bot.domain import conditions as ns_conditions
 from bot.domain.findings import Gap
-from bot.domain.refs import KubeObject, deletion_time, meta
+from bot.domain.refs import ClusterName, KubeObject, deletion_time, meta
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.errors import ClusterUnreachableError
 from bot.kube.transport import CallError, CallKind, Transport
@@ -236,7 +236,7 @@ def trim_crd(obj: KubeObject) -> KubeObject:
     }
 
 
-def _refusal(cluster: str, host: str, error: CallError) -> ClusterUnreachableError:
+def _refusal(cluster: ClusterName, host: str, error: CallError) -> ClusterUnreachableError:
     """What a failed read of the cluster's namespaces means: unreachable, or not letting us in."""
     if error.status in (401, 403):
         return ClusterUnreachableError(f"cluster {cluster!r} ({host}) refuses our credentials: {error.message}")
@@ -283,7 +283,12 @@ def list_namespaces(transport: Transport, *, timeout: float | None = None) -> li
 
 class Collector:
     def __init__(
-        self, transport: Transport, *, cluster: str, options: CollectOptions | None = None, clock: Clock = utcnow
+        self,
+        transport: Transport,
+        *,
+        cluster: ClusterName,
+        options: CollectOptions | None = None,
+        clock: Clock = utcnow,
     ) -> None:
         self.transport = transport
         self.cluster = cluster

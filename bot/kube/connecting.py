@@ -28,6 +28,7 @@ from kubernetes.config import incluster_config as k8s_incluster_config
 from kubernetes.config import kube_config as k8s_kube_config
 from kubernetes.config.config_exception import ConfigException
 
+from bot.domain.refs import ClusterName
 from bot.errors import UserError
 
 
@@ -35,7 +36,7 @@ from bot.errors import UserError
 class ClusterTarget:
     """Where a cluster is and how to reach it (registered ones come from `bot.kube.registry`)."""
 
-    name: str
+    name: ClusterName
     kubeconfig: Path | None = None
     context: str | None = None
     in_cluster: bool = False

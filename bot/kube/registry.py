@@ -36,7 +36,7 @@ class ClusterRegistry:
         return cls(
             (
                 ClusterTarget(
-                    name=cluster.name,
+                    name=cluster.cluster_name,
                     kubeconfig=resolve_kubeconfig(cluster, config_path),
                     context=cluster.context,
                     in_cluster=cluster.in_cluster,
@@ -53,7 +53,7 @@ class ClusterRegistry:
     def knows(self, name: str) -> bool:
         return name in self._targets
 
-    def target(self, name: str) -> ClusterTarget:
+    def target(self, name: ClusterName) -> ClusterTarget:
         """Where the cluster is; UnknownClusterError (with the closest registered name) otherwise."""
         found = self._targets.get(name)
         if found is None:
@@ -63,13 +63,13 @@ class ClusterRegistry:
         return found
 
     @contextmanager
-    def lease(self, name: str) -> Iterator[Connection]:
+    def lease(self, name: ClusterName) -> Iterator[Connection]:
         """The client kept for the cluster, for the `with` block. Raises UnknownClusterError, or
         UserError for a kubeconfig that cannot work."""
         with self.connections.lease(self.target(name)) as connection:
             yield connection
 
-    def connect(self, name: str, *, pool_size: int) -> Connection:
+    def connect(self, name: ClusterName, *, pool_size: int) -> Connection:
         """A client of its own (the caller closes it)."""
         return connect(self.target(name), pool_size=pool_size)
 

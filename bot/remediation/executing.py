@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from bot.diagnosis.engine import diagnose
 from bot.domain.changes import CallResult, Operation, Verdict
 from bot.domain.refs import ClusterName, KubeObject, ObjectRef
+from bot.domain.statuses import RequestStatus
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions, Collector
 from bot.kube.patching import Patcher
@@ -75,13 +76,15 @@ class Executor:
     def execute(self, request_id: int, execution_id: str) -> Outcome | None:
         """Run an approved request this caller holds (`execution_id`); None when it does not hold it."""
         view = load(self.db, request_id)
-        if view is None or view.status != "executing" or view.execution_id != execution_id:
+        if view is None or view.status != RequestStatus.EXECUTING or view.execution_id != execution_id:
             return None
         try:
             with self._patcher(view.cluster, view.execution_deadline) as patcher:
                 return self._execute(view, execution_id, patcher)
         except NsstuckError as e:  # cannot connect, or the cluster refused to show us the objects
-            return self._finish(view, execution_id, "failed", f"could not re-check the cluster: {e}", phase="recheck")
+            return self._finish(
+                view, execution_id, RequestStatus.FAILED, f"could not re-check the cluster: {e}", phase="recheck"
+            )
 
     def _execute(self, view: RequestView, execution_id: str, patcher: Patcher) -> Outcome:
         remedy = view.remedy
@@ -90,7 +93,7 @@ class Executor:
         if not reasons and planning.needs_fresh_evidence(remedy):
             reasons = self._evidence_now(view, patcher)
         if reasons:
-            return self._finish(view, execution_id, "stale", "; ".join(reasons), reasons=reasons)
+            return self._finish(view, execution_id, RequestStatus.STALE, "; ".join(reasons), reasons=reasons)
         checked = [obj for obj in live if obj is not None]
         with self.db.unit_of_work() as uow:
             kept = [uow.backups.add(view.id, view.cluster, obj) for obj in checked]
@@ -121,7 +124,11 @@ class Executor:
         if refused:
             op, result = refused[0]
             return self._finish(
-                view, execution_id, "failed", f"the dry run was refused: {_explain(op, result)}", phase="dry_run"
+                view,
+                execution_id,
+                RequestStatus.FAILED,
+                f"the dry run was refused: {_explain(op, result)}",
+                phase="dry_run",
             )
         with self.db.unit_of_work() as uow:
             audit(
@@ -142,11 +149,13 @@ class Executor:
         failed = [(op, r) for op, r in zip(operations, results, strict=False) if not r.ok]
         if failed:
             op, result = failed[0]
-            return self._finish(view, execution_id, "failed", _explain(op, result), phase="apply", results=done)
+            return self._finish(
+                view, execution_id, RequestStatus.FAILED, _explain(op, result), phase="apply", results=done
+            )
         return self._finish(
             view,
             execution_id,
-            "applied",
+            RequestStatus.APPLIED,
             "; ".join(op.summary for op in operations),
             results=done,
         )
@@ -165,17 +174,17 @@ class Executor:
         self,
         view: RequestView,
         execution_id: str,
-        status: str,
+        status: RequestStatus,
         reason: str,
         **details: object,
     ) -> Outcome:
         now = self.clock()
         values: dict[str, object] = {"finished_at": now, "status_reason": reason[:1000]}
-        if status == "applied":
+        if status == RequestStatus.APPLIED:
             values["follow_until"] = now + self.follow_for
         with self.db.unit_of_work() as uow:
             moved = uow.requests.move(
-                view.id, from_status="executing", to_status=status, held_by=execution_id, **values
+                view.id, from_status=RequestStatus.EXECUTING, to_status=status, held_by=execution_id, **values
             )
             request = uow.requests.get(view.id)
             assert request is not None
@@ -204,7 +213,7 @@ class Executor:
         outcomes = []
         for request_id in overdue:
             view = load(self.db, request_id)
-            if view is None or view.status != "executing" or view.execution_id is None:
+            if view is None or view.status != RequestStatus.EXECUTING or view.execution_id is None:
                 continue
             try:
                 outcome = self._reconcile(view, view.execution_id)
@@ -226,29 +235,31 @@ class Executor:
             reason = (
                 "nsstuck stopped before making the change (during the re-check, backup or dry run); nothing changed"
             )
-            return self._settle(view, execution_id, "failed", reason, took_effect=[])
+            return self._settle(view, execution_id, RequestStatus.FAILED, reason, took_effect=[])
         with self._patcher(view.cluster, None) as patcher:
             now_objects = [patcher.read(ObjectRef.of(obj, resource=_resource(view, obj))) for obj in before]
         took = [planning.took_effect(view.remedy, b, n) for b, n in zip(before, now_objects, strict=True)]
         if took and all(took):
-            return self._settle(view, execution_id, "applied", "the change is in the cluster", took_effect=took)
+            return self._settle(
+                view, execution_id, RequestStatus.APPLIED, "the change is in the cluster", took_effect=took
+            )
         if not any(took):
             reason = "nsstuck stopped while making the change, and the cluster shows it did not happen"
         else:
             reason = "nsstuck stopped part-way: only part of the change is in the cluster"
-        return self._settle(view, execution_id, "failed", reason, took_effect=took)
+        return self._settle(view, execution_id, RequestStatus.FAILED, reason, took_effect=took)
 
     def _settle(
-        self, view: RequestView, execution_id: str, status: str, reason: str, *, took_effect: Sequence[bool]
+        self, view: RequestView, execution_id: str, status: RequestStatus, reason: str, *, took_effect: Sequence[bool]
     ) -> Outcome | None:
         """Record what the live cluster shows, once: the move is conditional on the dead executor's id."""
         now = self.clock()
         values: dict[str, object] = {"finished_at": now, "status_reason": f"after a restart: {reason}"[:1000]}
-        if status == "applied":
+        if status == RequestStatus.APPLIED:
             values["follow_until"] = now + self.follow_for
         with self.db.unit_of_work() as uow:
             if not uow.requests.move(
-                view.id, from_status="executing", to_status=status, held_by=execution_id, **values
+                view.id, from_status=RequestStatus.EXECUTING, to_status=status, held_by=execution_id, **values
             ):
                 return None  # settled by its executor after all, or by another replica
             request = uow.requests.get(view.id)

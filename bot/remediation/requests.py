@@ -16,14 +16,16 @@ from enum import StrEnum
 from typing import Any
 
 from bot.domain.findings import Diagnosis, NamespaceState, Remedy
+from bot.domain.refs import ClusterName
+from bot.domain.statuses import IncidentStatus, RequestStatus
 from bot.errors import UserError
 from bot.remediation import policy
 from bot.settings import ClusterConfig
 from bot.store.audit import SYSTEM_ACTOR
 from bot.store.database import Database, UnitOfWork
-from bot.store.models import RemediationRequest
+from bot.store.records import RequestRecord
 
-TERMINAL = ("rejected", "expired", "stale", "applied", "failed")
+TERMINAL = tuple(status for status in RequestStatus if not status.open)
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,7 @@ class RequestView:
     id: int
     diagnosis_id: int
     incident_id: int | None
-    cluster: str
+    cluster: ClusterName
     namespace: str
     remedy: Remedy
     requested_by: str
@@ -41,7 +43,7 @@ class RequestView:
     expires_at: datetime
     required_approvals: int
     approvals: tuple[str, ...]
-    status: str
+    status: RequestStatus
     status_reason: str | None
     channel: str | None
     thread_ts: str | None
@@ -60,12 +62,12 @@ class RequestView:
         return self.approvals[-1] if self.approvals else SYSTEM_ACTOR
 
 
-def view_of(uow: UnitOfWork, request: RemediationRequest) -> RequestView:
+def view_of(uow: UnitOfWork, request: RequestRecord) -> RequestView:
     return RequestView(
         id=request.id,
         diagnosis_id=request.diagnosis_id,
         incident_id=request.incident_id,
-        cluster=request.cluster,
+        cluster=ClusterName(request.cluster),
         namespace=request.namespace,
         remedy=Remedy.from_json(request.remedy),
         requested_by=request.requested_by,
@@ -73,7 +75,7 @@ def view_of(uow: UnitOfWork, request: RemediationRequest) -> RequestView:
         expires_at=request.expires_at,
         required_approvals=request.required_approvals,
         approvals=tuple(uow.requests.approvers(request.id)),
-        status=request.status,
+        status=RequestStatus(request.status),
         status_reason=request.status_reason,
         channel=request.channel,
         thread_ts=request.thread_ts,
@@ -155,7 +157,7 @@ def file_request(
     with db.unit_of_work() as uow:
         if run.incident_id is not None:
             incident = uow.incidents.get(run.incident_id)
-            if incident is not None and incident.status != "open":
+            if incident is not None and incident.status != IncidentStatus.OPEN:
                 raise UserError(f"`{diagnosis.namespace}` is gone already; nothing to change.")
         request, created = uow.requests.file(
             {
@@ -237,10 +239,12 @@ def decide(
         if request is None:
             return Vote(VoteKind.UNKNOWN, None, "That request is not on record.")
         view = view_of(uow, request)
-        if view.status != "pending":
+        if view.status != RequestStatus.PENDING:
             return Vote(VoteKind.CLOSED, view, _closed_message(view))
         if view.expires_at <= now:
-            if uow.requests.move(request_id, from_status="pending", to_status="expired", decided_at=now):
+            if uow.requests.move(
+                request_id, from_status=RequestStatus.PENDING, to_status=RequestStatus.EXPIRED, decided_at=now
+            ):
                 view = _reload(uow, request_id)
                 audit(uow, view, "expired", actor=SYSTEM_ACTOR, expired_at=view.expires_at.isoformat())
             return Vote(VoteKind.EXPIRED, _reload(uow, request_id), "This request has expired; request it again.")
@@ -259,8 +263,8 @@ def decide(
             uow.requests.add_vote(request_id, user, "reject", now)
             uow.requests.move(
                 request_id,
-                from_status="pending",
-                to_status="rejected",
+                from_status=RequestStatus.PENDING,
+                to_status=RequestStatus.REJECTED,
                 decided_at=now,
                 status_reason=f"rejected by <@{user}>",
             )
@@ -277,8 +281,8 @@ def decide(
         execution_id = str(uuid.uuid4())
         moved = uow.requests.move(
             request_id,
-            from_status="pending",
-            to_status="executing",
+            from_status=RequestStatus.PENDING,
+            to_status=RequestStatus.EXECUTING,
             decided_at=now,
             execution_id=execution_id,
             execution_deadline=now + execution_timeout,
@@ -308,12 +312,12 @@ def _reload(uow: UnitOfWork, request_id: int) -> RequestView:
 
 def _closed_message(view: RequestView) -> str:
     return {
-        "executing": "This change is being made right now.",
-        "applied": "This change was made already.",
-        "failed": "This change was tried and failed; see the thread.",
-        "rejected": "This request was rejected.",
-        "expired": "This request has expired; request it again.",
-        "stale": "This request went stale (the cluster changed); run `/nsstuck` again and request it anew.",
+        RequestStatus.EXECUTING: "This change is being made right now.",
+        RequestStatus.APPLIED: "This change was made already.",
+        RequestStatus.FAILED: "This change was tried and failed; see the thread.",
+        RequestStatus.REJECTED: "This request was rejected.",
+        RequestStatus.EXPIRED: "This request has expired; request it again.",
+        RequestStatus.STALE: "This request went stale (the cluster changed); run `/nsstuck` again and request it anew.",
     }.get(view.status, f"This request is {view.status}.")
 
 
@@ -324,7 +328,9 @@ def expire_due(db: Database, now: datetime) -> list[RequestView]:
         due = uow.requests.due_to_expire(now)
     for request_id in due:
         with db.unit_of_work() as uow:
-            if uow.requests.move(request_id, from_status="pending", to_status="expired", decided_at=now):
+            if uow.requests.move(
+                request_id, from_status=RequestStatus.PENDING, to_status=RequestStatus.EXPIRED, decided_at=now
+            ):
                 view = _reload(uow, request_id)
                 audit(uow, view, "expired", actor=SYSTEM_ACTOR, expired_at=view.expires_at.isoformat())
                 expired.append(view)

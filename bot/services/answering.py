@@ -14,8 +14,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
-from bot.errors import NsstuckError  # TODO(lead): the store's own
-from bot.errors import TemporaryError as StoreUnavailableError
+from bot.domain.refs import ClusterName
+from bot.errors import NsstuckError, StoreUnavailableError
 from bot.services.diagnosing import Diagnoser, DiagnosisResult
 from bot.services.metrics import Metrics
 from bot.services.outbox import Outbox
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 class Asker(Protocol):
     """The person who asked, told (only them) when their diagnosis cannot be had."""
 
-    def could_not_diagnose(self, cluster: str, namespace: str, error: NsstuckError) -> None: ...
+    def could_not_diagnose(self, cluster: ClusterName, namespace: str, error: NsstuckError) -> None: ...
 
     def could_not_save(self, namespace: str) -> None: ...
 
@@ -52,10 +52,10 @@ class Answering:
         self.work = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
         self.posting = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-post")
 
-    def submit(self, cluster: str, namespace: str, *, channel: str, user: str, asker: Asker) -> Future[None]:
+    def submit(self, cluster: ClusterName, namespace: str, *, channel: str, user: str, asker: Asker) -> Future[None]:
         return self.work.submit(self.answer, cluster, namespace, channel=channel, user=user, asker=asker)
 
-    def answer(self, cluster: str, namespace: str, *, channel: str, user: str, asker: Asker) -> None:
+    def answer(self, cluster: ClusterName, namespace: str, *, channel: str, user: str, asker: Asker) -> None:
         with self.metrics.diagnosis_seconds.time():
             try:
                 result = self.diagnose(cluster, namespace)

@@ -40,6 +40,7 @@ from bot.errors import UserError
 from bot.store.audit import PAGE_SIZE, AuditRecord
 from bot.store.backups import SERVER_SET_METADATA, object_sha256, recreatable
 from bot.store.database import Database
+from bot.store.records import BackupRecord, record_of
 
 SCHEMA = "nsstuck.audit/v1"
 FORMATS = ("json", "csv")
@@ -219,21 +220,8 @@ def _csv_row(record: AuditRecord) -> list[Any]:
 
 
 @dataclass(frozen=True)
-class BackupView:
-    """A backup as plain values, with whether its stored object still matches its sha256."""
-
-    id: int
-    request_id: int
-    cluster: str
-    api_version: str
-    kind: str
-    namespace: str | None
-    name: str
-    uid: str | None
-    resource_version: str | None
-    taken_at: datetime
-    sha256: str
-    object: dict[str, Any]
+class BackupView(BackupRecord):
+    """A backup as the store keeps it, with whether its stored object still matches its sha256."""
 
     @property
     def intact(self) -> bool:
@@ -250,20 +238,7 @@ def load_backup(db: Database, backup_id: int) -> BackupView:
         backup = uow.backups.get(backup_id)
         if backup is None:
             raise UserError(f"there is no backup {backup_id}")
-        return BackupView(
-            id=backup.id,
-            request_id=backup.request_id,
-            cluster=backup.cluster,
-            api_version=backup.api_version,
-            kind=backup.kind,
-            namespace=backup.namespace,
-            name=backup.name,
-            uid=backup.uid,
-            resource_version=backup.resource_version,
-            taken_at=backup.taken_at,
-            sha256=backup.sha256,
-            object=backup.object,
-        )
+        return record_of(BackupView, backup)
 
 
 def render_backup(view: BackupView, *, raw: bool = False) -> str:

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from bot.diagnosis.engine import diagnose
 from bot.domain.findings import Diagnosis
+from bot.domain.refs import ClusterName
 from bot.domain.snapshot import NamespaceSnapshot
 from bot.errors import ClusterUnreachableError
 from bot.kube.collecting import CollectOptions, Collector, utcnow
@@ -31,11 +32,11 @@ class DiagnosisResult:
 
 
 # (registered cluster name, namespace) -> the diagnosis; raises ClusterUnreachableError or UserError
-Diagnoser = Callable[[str, str], DiagnosisResult]
+Diagnoser = Callable[[ClusterName, str], DiagnosisResult]
 
 
 def diagnose_registered(
-    clusters: ClusterRegistry, cluster: str, namespace: str, *, options: CollectOptions | None = None
+    clusters: ClusterRegistry, cluster: ClusterName, namespace: str, *, options: CollectOptions | None = None
 ) -> DiagnosisResult:
     """A registered cluster's namespace, with the client the registry keeps for that cluster."""
     return diagnose_namespace(clusters.target(cluster), namespace, options=options, connections=clusters.connections)

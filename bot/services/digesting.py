@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.domain.refs import ClusterName
 from bot.errors import UserError
 from bot.kube.connecting import ClusterTarget
 from bot.kube.registry import ClusterRegistry
@@ -231,7 +232,7 @@ class Digest:
 
 def _targets(config: AppConfig, clusters: ClusterRegistry, digest: DigestConfig) -> list[ClusterTarget]:
     names = digest.clusters or tuple(c.name for c in config.clusters)
-    return [clusters.target(name) for name in names]
+    return [clusters.target(ClusterName(name)) for name in names]  # names the config file validated
 
 
 def compose(

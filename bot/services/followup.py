@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
 from bot.services.diagnosing import Diagnoser
 from bot.services.notifying import IncidentNotifier, Thread
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class OpenIncident:
     id: int
-    cluster: str
+    cluster: ClusterName
     namespace: str
     namespace_uid: str
     cause: str | None
@@ -47,7 +48,7 @@ def open_incidents(db: Database) -> list[OpenIncident]:
         return [
             OpenIncident(
                 id=i.id,
-                cluster=i.cluster,
+                cluster=ClusterName(i.cluster),
                 namespace=i.namespace,
                 namespace_uid=i.namespace_uid,
                 cause=i.cause,
@@ -89,9 +90,7 @@ def follow_up(
                 took = int((at - incident.since).total_seconds())
                 _note(notifier, incident, resolved_after=took)
                 with db.unit_of_work() as uow:
-                    stored = uow.incidents.get(incident.id)
-                    if stored is not None:
-                        stored.resolution_posted_at = now()
+                    uow.incidents.mark_resolution_posted(incident.id, now())
             continue
         new_cause = diagnosis.cause.value if diagnosis.cause else None
         if new_cause != incident.cause:
@@ -100,9 +99,7 @@ def follow_up(
             summary = next((f.summary for f in diagnosis.findings if f.blocking), "")
             _note(notifier, incident, cause=new_cause, summary=summary)
         with db.unit_of_work() as uow:
-            stored = uow.incidents.get(incident.id)
-            if stored is not None:
-                stored.last_checked_at = now()
+            uow.incidents.mark_checked(incident.id, now())
     return FollowUp(checked, resolved, changed, unreachable)
 
 

@@ -52,8 +52,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.store.database import Database
-from bot.store.history import HistoryRepository, RunStats, SummaryRows
-from bot.store.models import Incident
+from bot.store.history import RunStats, SummaryRows
+from bot.store.records import IncidentRecord
 
 SCHEMA = "nsstuck.history/v1"
 MAX_LIMIT = 500
@@ -210,7 +210,7 @@ def history(
     if limit < 1 or limit > MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
     with db.unit_of_work() as uow:
-        repository = HistoryRepository(uow.session)
+        repository = uow.history
         incidents = repository.recent(cluster=cluster, namespace=namespace, open_only=open_only, limit=limit)
         stats = repository.run_stats([incident.id for incident in incidents])
         entries = tuple(_entry(incident, stats.get(incident.id)) for incident in incidents)
@@ -223,7 +223,7 @@ def history(
     )
 
 
-def _entry(incident: Incident, stats: RunStats | None) -> IncidentEntry:
+def _entry(incident: IncidentRecord, stats: RunStats | None) -> IncidentEntry:
     thread = None
     if incident.slack_channel and incident.slack_thread_ts:
         thread = SlackThread(channel=incident.slack_channel, thread_ts=incident.slack_thread_ts)

@@ -11,7 +11,6 @@ from bot.domain.findings import Diagnosis, NamespaceState
 from bot.domain.snapshot import NamespaceSnapshot
 from bot.services.diagnosing import DiagnosisResult
 from bot.store.database import Database
-from bot.store.models import DiagnosisRun
 
 
 @dataclass(frozen=True)
@@ -48,26 +47,23 @@ def record(
                 terminating_since=diagnosis.deletion_timestamp,
                 cause=diagnosis.cause.value if diagnosis.cause else None,
             )
-            incident.cause = diagnosis.cause.value if diagnosis.cause else incident.cause
-        run = uow.diagnoses.add(
-            DiagnosisRun(
-                incident_id=incident.id if incident else None,
-                cluster=diagnosis.cluster,
-                namespace=diagnosis.namespace,
-                trigger=trigger,
-                requested_by=requested_by,
-                started_at=diagnosis.observed_at,
-                duration_ms=result.duration_ms,
-                state=diagnosis.state.value,
-                cause=diagnosis.cause.value if diagnosis.cause else None,
-                complete=diagnosis.complete,
-                report=report,
-                snapshot=snapshot,
-                post_channel=post_channel,
-            )
+        run_id = uow.diagnoses.record(
+            incident_id=incident.id if incident else None,
+            cluster=diagnosis.cluster,
+            namespace=diagnosis.namespace,
+            trigger=trigger,
+            requested_by=requested_by,
+            started_at=diagnosis.observed_at,
+            duration_ms=result.duration_ms,
+            state=diagnosis.state.value,
+            cause=diagnosis.cause.value if diagnosis.cause else None,
+            complete=diagnosis.complete,
+            report=report,
+            snapshot=snapshot,
+            post_channel=post_channel,
         )
         return Recorded(
-            run_id=run.id,
+            run_id=run_id,
             incident_id=incident.id if incident else None,
             slack_channel=incident.slack_channel if incident else None,
             slack_thread_ts=incident.slack_thread_ts if incident else None,
@@ -124,17 +120,12 @@ def claim_post(db: Database, run_id: int, attempts_seen: int) -> bool:
 
 def mark_posted(db: Database, run_id: int, at: datetime) -> None:
     with db.unit_of_work() as uow:
-        run = uow.diagnoses.get(run_id)
-        if run is not None:
-            run.posted_at = at
-            run.last_post_error = None
+        uow.diagnoses.mark_posted(run_id, at)
 
 
 def mark_post_failed(db: Database, run_id: int, error: str) -> None:
     with db.unit_of_work() as uow:
-        run = uow.diagnoses.get(run_id)
-        if run is not None:
-            run.last_post_error = error[:200]
+        uow.diagnoses.mark_post_failed(run_id, error)
 
 
 def unposted_runs(

@@ -13,6 +13,7 @@ from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot.domain.refs import ClusterName
 from bot.errors import UserError
 from bot.kube.registry import ClusterRegistry
 from bot.remediation import policy
@@ -115,7 +116,7 @@ class Remediation:
     def load(self, request_id: int) -> RequestView | None:
         return load(self.db, request_id)
 
-    def approvers(self, cluster: str, members: policy.GroupMembers) -> frozenset[str]:
+    def approvers(self, cluster: ClusterName, members: policy.GroupMembers) -> frozenset[str]:
         """Every user who may approve on this cluster (user groups expanded by `members`); raises
         UnknownClusterError for a cluster that is no longer registered."""
         return policy.eligible_approvers(self.config.require_cluster(cluster).approvers, members)

@@ -20,7 +20,7 @@ from functools import partial
 from itertools import islice
 
 from bot.diagnosis.engine import diagnose
-from bot.domain.refs import KubeObject, deletion_time, meta
+from bot.domain.refs import ClusterName, KubeObject, deletion_time, meta
 from bot.errors import ClusterUnreachableError, UserError
 from bot.kube.collecting import CollectOptions, Collector, list_namespaces
 from bot.kube.connecting import ClusterTarget, connect
@@ -39,7 +39,7 @@ SCAN_OPTIONS = CollectOptions(workers=8, contents_from_conditions=True)
 
 @dataclass(frozen=True)
 class StuckNamespace:
-    cluster: str
+    cluster: ClusterName
     namespace: str
     uid: str
     terminating_since: datetime
@@ -49,7 +49,7 @@ class StuckNamespace:
 
 @dataclass(frozen=True)
 class ClusterScan:
-    cluster: str
+    cluster: ClusterName
     reachable: bool
     error: str | None  # why not (unreachable, unauthorized, bad kubeconfig), secret-free
     namespaces: int  # how many namespaces were listed
@@ -57,7 +57,7 @@ class ClusterScan:
     stuck: tuple[StuckNamespace, ...]  # terminating for at least stuck_after, diagnosed, oldest first
 
 
-def _unreachable(cluster: str, error: str) -> ClusterScan:
+def _unreachable(cluster: ClusterName, error: str) -> ClusterScan:
     return ClusterScan(cluster=cluster, reachable=False, error=error, namespaces=0, terminating={}, stuck=())
 
 
@@ -108,7 +108,7 @@ def scan_cluster(
 
 def _diagnose_all(
     transport: Transport,
-    cluster: str,
+    cluster: ClusterName,
     old: list[tuple[datetime, str, str]],
     *,
     now: datetime,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from bot.domain.refs import NAMESPACE_NAME
+from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.slack.text import clip, code
 
 SUBCOMMANDS = ("clusters", "history", "help")
@@ -34,7 +34,7 @@ USAGE = (
 
 @dataclass(frozen=True)
 class Diagnose:
-    cluster: str
+    cluster: ClusterName
     namespace: str
 
 
@@ -45,7 +45,7 @@ class ListClusters:
 
 @dataclass(frozen=True)
 class History:
-    cluster: str | None = None
+    cluster: ClusterName | None = None
     namespace: str | None = None
 
 
@@ -96,7 +96,7 @@ def parse(text: str, clusters: list[str]) -> Command:
         problem = _check_cluster(cluster, clusters) if cluster else None
         if problem is None and namespace is not None:
             problem = _check_namespace(namespace)
-        return Invalid(problem) if problem else History(cluster, namespace)
+        return Invalid(problem) if problem else History(ClusterName(cluster) if cluster else None, namespace)
     if len(words) == 1:
         if words[0] in clusters:
             return Invalid(f"Which namespace on {code(words[0])}? Usage: `/nsstuck {words[0]} <namespace>`.")
@@ -108,7 +108,7 @@ def parse(text: str, clusters: list[str]) -> Command:
         return Invalid(f"Too many words. {USAGE}")
     cluster, namespace = words
     problem = _check_cluster(cluster, clusters) or _check_namespace(namespace)
-    return Invalid(problem) if problem else Diagnose(cluster, namespace)
+    return Invalid(problem) if problem else Diagnose(ClusterName(cluster), namespace)
 
 
 def _check_cluster(name: str, clusters: list[str]) -> str | None:

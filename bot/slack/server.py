@@ -18,6 +18,7 @@ from slack_bolt.context import BoltContext
 from slack_bolt.request import BoltRequest
 from slack_bolt.request.internals import build_context, extract_content_type, parse_body
 from slack_sdk.socket_mode.response import SocketModeResponse
+from waitress import wasyncore
 from waitress.server import create_server
 
 from bot.slack import shapes
@@ -252,7 +253,8 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        server.close()
+        server.close()  # the listening socket
+        wasyncore.close_all(server._map)  # and the connections still open (a client's keep-alive)
         if handler is not None:
             handler.close()
         bot.close()

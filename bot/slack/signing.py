@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bot.errors import StoreError, StoreUnavailableError
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -129,9 +130,12 @@ class RequestGate:
                 if self._prune_due(now):
                     uow.seen_requests.prune(int(now) - WINDOW_SECONDS - _MARGIN_SECONDS)
                 firsts = uow.seen_requests.first_sightings([(s.signature, s.signed_at) for s in batch])
-        except Exception as e:  # the database is down or restarting: this process's own record decides
+        except (StoreUnavailableError, StoreError) as e:  # the database is down or restarting, or refuses:
+            # this process's own record decides
             log.warning(
-                "cannot record %d request signature(s) (%s); checked by this replica only", len(batch), type(e).__name__
+                "cannot record %d request signature(s) (%s); checked by this replica only",
+                len(batch),
+                type(e.__cause__ or e).__name__,
             )
             return [self._first_here(s.signature, s.signed_at, now) for s in batch]
         for s in batch:

@@ -171,9 +171,9 @@ class AuditLog:
         self._session.flush()
         return Appended(seq, digest)
 
-    def for_request(self, request_id: int) -> list[AuditEntry]:
-        query = select(AuditEntry).where(AuditEntry.request_id == request_id).order_by(AuditEntry.seq)
-        return list(self._session.scalars(query))
+    def for_request(self, request_id: int) -> list[AuditRecord]:
+        """The entries of one remediation request, in seq order."""
+        return list(self.records(request_id=request_id))
 
     def head(self) -> tuple[int, str]:
         row = self._session.execute(select(AuditHead.seq, AuditHead.hash).where(AuditHead.id == 1)).one()

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.store.models import Backup, utcnow
+from bot.store.records import BackupRecord, record_of
 
 # metadata the API server sets, which `kubectl create` refuses or ignores
 SERVER_SET_METADATA = (
@@ -62,7 +63,9 @@ class BackupRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, request_id: int, cluster: str, obj: Mapping[str, Any], *, taken_at: datetime | None = None) -> Backup:
+    def add(
+        self, request_id: int, cluster: str, obj: Mapping[str, Any], *, taken_at: datetime | None = None
+    ) -> BackupRecord:
         """Keep `obj` (a Kubernetes object as JSON) for request `request_id`.
 
         The object needs apiVersion, kind and metadata.name; what is stored is its JSON form (the
@@ -92,14 +95,15 @@ class BackupRepository:
         )
         self._session.add(backup)
         self._session.flush()
-        return backup
+        return record_of(BackupRecord, backup)
 
-    def get(self, backup_id: int) -> Backup | None:
-        return self._session.get(Backup, backup_id)
+    def get(self, backup_id: int) -> BackupRecord | None:
+        backup = self._session.get(Backup, backup_id)
+        return None if backup is None else record_of(BackupRecord, backup)
 
-    def for_request(self, request_id: int) -> list[Backup]:
+    def for_request(self, request_id: int) -> list[BackupRecord]:
         query = select(Backup).where(Backup.request_id == request_id).order_by(Backup.id)
-        return list(self._session.scalars(query))
+        return [record_of(BackupRecord, backup) for backup in self._session.scalars(query)]
 
     def fingerprints(self, *, page_size: int = 200) -> Iterator[tuple[int, str, str]]:
         """(id, stored sha256, sha256 of the stored object) of every backup, a page at a time."""

@@ -5,17 +5,27 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from typing import Any
 
 from sqlalchemy import URL, Engine, create_engine, event, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    DisconnectionError,
+    InterfaceError,
+    NoSuchModuleError,
+    OperationalError,
+    SQLAlchemyError,
+    TimeoutError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
-from bot.errors import ConfigError
+from bot.errors import ConfigError, StoreError, StoreUnavailableError
 from bot.store.audit import AuditLog
 from bot.store.backups import BackupRepository
 from bot.store.digests import DigestRunRepository
+from bot.store.history import HistoryRepository
 from bot.store.remediation import RequestRepository
 from bot.store.replays import SeenRequestRepository
 from bot.store.repositories import DiagnosisRepository, IncidentRepository
@@ -88,6 +98,30 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def unavailable(error: SQLAlchemyError) -> bool:
+    """Whether a database error says the database could not be reached, rather than refused the work."""
+    if isinstance(error, (OperationalError, InterfaceError, DisconnectionError, TimeoutError)):
+        return True
+    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
+
+
+def translated(error: SQLAlchemyError) -> StoreUnavailableError | StoreError:
+    """The project's error for a database error: one line, its class and the database's first line
+    (no statement, no parameters: they may carry what was being stored)."""
+    detail = str(getattr(error, "orig", None) or "").strip().splitlines()
+    said = f"{type(error).__name__}: {detail[0][:200]}" if detail else type(error).__name__
+    if unavailable(error):
+        return StoreUnavailableError(f"the database is unavailable ({said})")
+    return StoreError(f"the database refused the work ({said})")
+
+
+def _rollback(session: Session) -> None:
+    """Roll back, if the connection still allows it: a dead connection cannot, and the error that
+    killed it is the one to report."""
+    with suppress(SQLAlchemyError):
+        session.rollback()
+
+
 class UnitOfWork:
     """One transaction and the repositories that work inside it. Repositories never commit."""
 
@@ -100,6 +134,7 @@ class UnitOfWork:
         self.requests = RequestRepository(session)
         self.digests = DigestRunRepository(session)
         self.seen_requests = SeenRequestRepository(session)
+        self.history = HistoryRepository(session)
 
     def flush(self) -> None:
         self.session.flush()
@@ -123,14 +158,23 @@ class Database:
 
     @contextmanager
     def unit_of_work(self) -> Iterator[UnitOfWork]:
-        """Commit when the block ends normally, roll back when it raises, close either way."""
+        """Commit when the block ends normally, roll back when it raises, close either way.
+
+        A database error, in the block or at the commit, leaves as the project's own: a
+        StoreUnavailableError when the database could not be reached (worth trying again later), a
+        StoreError when it refused the work; the original is its `__cause__`. Any other exception
+        passes unchanged, our own mistakes included (a naive datetime, a TypeError).
+        """
         with self._turns:
             session = self._sessions()
             try:
                 yield UnitOfWork(session)
                 session.commit()
+            except (DBAPIError, DisconnectionError, TimeoutError) as e:  # the database's (or driver's) answer
+                _rollback(session)
+                raise translated(e) from e
             except BaseException:
-                session.rollback()
+                _rollback(session)
                 raise
             finally:
                 session.close()

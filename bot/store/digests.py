@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from bot.store import dialect
 from bot.store.models import DigestRun, utcnow
+from bot.store.records import DigestRunRecord, record_of
 
 
 class DigestRunRepository:
@@ -20,7 +20,7 @@ class DigestRunRepository:
 
     def claim(self, *, key: str, channel: str, scheduled_for: datetime, by: str, manual: bool = False) -> int | None:
         """The new run's id, or None when this digest's run for that time was claimed already."""
-        insert = pg_insert if self._session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        insert = dialect.insert(self._session)
         statement = (
             insert(DigestRun)
             .values(
@@ -38,10 +38,11 @@ class DigestRunRepository:
         )
         return self._session.execute(statement).scalar_one_or_none()
 
-    def get(self, run_id: int) -> DigestRun | None:
-        return self._session.get(DigestRun, run_id)
+    def get(self, run_id: int) -> DigestRunRecord | None:
+        run = self._session.get(DigestRun, run_id)
+        return None if run is None else record_of(DigestRunRecord, run)
 
-    def previous(self, key: str, before: datetime) -> DigestRun | None:
+    def previous(self, key: str, before: datetime) -> DigestRunRecord | None:
         """The last digest of `key` built before `before` (what "since the last digest" means)."""
         query = (
             select(DigestRun)
@@ -53,7 +54,8 @@ class DigestRunRepository:
             .order_by(DigestRun.scheduled_for.desc(), DigestRun.id.desc())
             .limit(1)
         )
-        return self._session.scalars(query).first()
+        run = self._session.scalars(query).first()
+        return None if run is None else record_of(DigestRunRecord, run)
 
     def built(self, run_id: int, *, summary: dict[str, Any], message: dict[str, Any] | None, at: datetime) -> None:
         self._session.execute(
@@ -97,6 +99,6 @@ class DigestRunRepository:
         )
         return list(self._session.scalars(query))
 
-    def for_key(self, key: str) -> list[DigestRun]:
+    def for_key(self, key: str) -> list[DigestRunRecord]:
         query = select(DigestRun).where(DigestRun.digest_key == key).order_by(DigestRun.scheduled_for, DigestRun.id)
-        return list(self._session.scalars(query))
+        return [record_of(DigestRunRecord, run) for run in self._session.scalars(query)]

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, extract, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session
 
+from bot.store import dialect
 from bot.store.models import DiagnosisRun, Incident
+from bot.store.records import IncidentRecord, record_of
 
 # how many recurring namespaces the summary names, most frequent first
 RECURRING_LIMIT = 10
@@ -77,14 +79,14 @@ class HistoryRepository:
         namespace: str | None = None,
         open_only: bool = False,
         limit: int = 20,
-    ) -> list[Incident]:
+    ) -> list[IncidentRecord]:
         """At most `limit` incidents: the open ones first, then the resolved ones, newest first in each."""
         if limit <= 0:
             return []
         found = list(self._session.scalars(self._page("open", cluster, namespace, limit)))
         if not open_only and len(found) < limit:
             found.extend(self._session.scalars(self._page("resolved", cluster, namespace, limit - len(found))))
-        return found
+        return [record_of(IncidentRecord, incident) for incident in found]
 
     def _page(self, status: str, cluster: str | None, namespace: str | None, limit: int) -> Select[Incident]:
         query = select(Incident).where(*self._scope(cluster, namespace), Incident.status == status)
@@ -153,32 +155,15 @@ class HistoryRepository:
     def _median_resolution(self, scope: list[ColumnElement[bool]], resolved: int) -> float | None:
         if resolved == 0:
             return None
-        duration = self._resolution_seconds()
         where = [*scope, Incident.status == "resolved", Incident.resolved_at.is_not(None)]
-        if self._dialect == "postgresql":
-            value = self._session.scalar(select(func.percentile_cont(0.5).within_group(duration)).where(*where))
-            return None if value is None else float(value)
-        # no ordered-set aggregates on SQLite: the middle one or two rows of the sorted durations
-        total = int(self._session.scalar(select(func.count()).select_from(Incident).where(*where)) or 0)
-        if total == 0:
-            return None
-        middle = select(duration).where(*where).order_by(duration).offset((total - 1) // 2).limit(2 - total % 2)
-        values = [float(v) for v in self._session.scalars(middle) if v is not None]
-        return sum(values) / len(values) if values else None
+        return dialect.median(self._session, self._resolution_seconds(), *where)
 
     def _resolution_seconds(self) -> ColumnElement[Any]:
         """resolved_at minus when it started (terminating_since, else first_seen_at), in seconds."""
         started = func.coalesce(Incident.terminating_since, Incident.first_seen_at)
-        if self._dialect == "postgresql":
-            return extract("epoch", Incident.resolved_at - started)
-        # SQLite keeps naive UTC text; julianday() reads it as days
-        return (func.julianday(Incident.resolved_at) - func.julianday(started)) * 86400.0
+        return dialect.seconds_between(self._session, Incident.resolved_at, started)
 
     # -- helpers ------------------------------------------------------------------------------
-
-    @property
-    def _dialect(self) -> str:
-        return self._session.get_bind().dialect.name
 
     @staticmethod
     def _scope(cluster: str | None, namespace: str | None) -> list[ColumnElement[bool]]:

@@ -21,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from bot.domain.statuses import IncidentStatus, RequestStatus
 from bot.store.types import UTCDateTime
 
 NAMING_CONVENTION = {
@@ -35,7 +36,7 @@ NAMING_CONVENTION = {
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 JsonDoc = JSON().with_variant(JSONB(), "postgresql")
 
-INCIDENT_STATUSES = ("open", "resolved")
+INCIDENT_STATUSES = tuple(status.value for status in IncidentStatus)
 DIAGNOSIS_TRIGGERS = ("slack", "schedule", "cli")
 NAMESPACE_STATES = ("terminating", "active", "not_found")
 
@@ -123,7 +124,7 @@ class DiagnosisRun(Base):
     incident: Mapped[Incident | None] = relationship(back_populates="diagnoses")
 
 
-REQUEST_STATUSES = ("pending", "rejected", "expired", "stale", "executing", "applied", "failed")
+REQUEST_STATUSES = tuple(status.value for status in RequestStatus)
 VOTE_DECISIONS = ("approve", "reject")
 
 

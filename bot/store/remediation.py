@@ -8,13 +8,14 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from bot.domain.statuses import RequestStatus
+from bot.store import dialect
 from bot.store.models import RemediationRequest, RemediationVote, utcnow
+from bot.store.records import RequestRecord, record_of
 
-OPEN_STATUSES = ("pending", "executing")
+OPEN_STATUSES = tuple(status for status in RequestStatus if status.open)
 
 
 class RequestRepository:
@@ -22,15 +23,15 @@ class RequestRepository:
         self._session = session
 
     def _insert(self) -> Any:
-        return pg_insert if self._session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        return dialect.insert(self._session)
 
-    def file(self, values: dict[str, Any]) -> tuple[RemediationRequest, bool]:
+    def file(self, values: dict[str, Any]) -> tuple[RequestRecord, bool]:
         """Insert a pending request unless the same remedy of the same diagnosis is pending already.
         Returns the pending request and whether this call created it."""
         now = utcnow()
         statement = (
             self._insert()(RemediationRequest)
-            .values(status="pending", requested_at=now, updated_at=now, **values)
+            .values(status=RequestStatus.PENDING, requested_at=now, updated_at=now, **values)
             .on_conflict_do_nothing(
                 index_elements=["diagnosis_id", "remedy_id"], index_where=text("status = 'pending'")
             )
@@ -40,26 +41,27 @@ class RequestRepository:
         query = select(RemediationRequest).where(
             RemediationRequest.diagnosis_id == values["diagnosis_id"],
             RemediationRequest.remedy_id == values["remedy_id"],
-            RemediationRequest.status == "pending",
+            RemediationRequest.status == RequestStatus.PENDING,
         )
         request = self._session.scalars(query).one_or_none()
         if request is None:  # it left `pending` between the insert and the read: file again
             return self.file(values)
         self._session.refresh(request)
-        return request, created
+        return record_of(RequestRecord, request), created
 
-    def get(self, request_id: int) -> RemediationRequest | None:
+    def get(self, request_id: int) -> RequestRecord | None:
         request = self._session.get(RemediationRequest, request_id)
-        if request is not None:
-            self._session.refresh(request)
-        return request
+        if request is None:
+            return None
+        self._session.refresh(request)
+        return record_of(RequestRecord, request)
 
     def hold(self, request_id: int) -> bool:
         """Lock a pending request's row for the rest of the transaction (PostgreSQL row lock, SQLite
         write lock), so that votes on it are counted one transaction at a time. False: not pending."""
         result = self._session.execute(
             update(RemediationRequest)
-            .where(RemediationRequest.id == request_id, RemediationRequest.status == "pending")
+            .where(RemediationRequest.id == request_id, RemediationRequest.status == RequestStatus.PENDING)
             .values(updated_at=utcnow())
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -68,8 +70,8 @@ class RequestRepository:
         self,
         request_id: int,
         *,
-        from_status: str | Sequence[str],
-        to_status: str,
+        from_status: RequestStatus | Sequence[RequestStatus],
+        to_status: RequestStatus,
         held_by: str | None = None,
         **values: Any,
     ) -> bool:
@@ -96,7 +98,7 @@ class RequestRepository:
             update(RemediationRequest)
             .where(
                 RemediationRequest.id == request_id,
-                RemediationRequest.status == "applied",
+                RemediationRequest.status == RequestStatus.APPLIED,
                 RemediationRequest.verified_at.is_(None),
             )
             .values(verified_at=at, verification=verification, updated_at=utcnow())
@@ -132,7 +134,7 @@ class RequestRepository:
     def due_to_expire(self, now: datetime, limit: int = 100) -> list[int]:
         query = (
             select(RemediationRequest.id)
-            .where(RemediationRequest.status == "pending", RemediationRequest.expires_at <= now)
+            .where(RemediationRequest.status == RequestStatus.PENDING, RemediationRequest.expires_at <= now)
             .order_by(RemediationRequest.id)
             .limit(limit)
         )
@@ -141,7 +143,7 @@ class RequestRepository:
     def overdue_executions(self, now: datetime, limit: int = 100) -> list[int]:
         query = (
             select(RemediationRequest.id)
-            .where(RemediationRequest.status == "executing", RemediationRequest.execution_deadline <= now)
+            .where(RemediationRequest.status == RequestStatus.EXECUTING, RemediationRequest.execution_deadline <= now)
             .order_by(RemediationRequest.id)
             .limit(limit)
         )
@@ -150,17 +152,17 @@ class RequestRepository:
     def to_verify(self, limit: int = 100) -> list[int]:
         query = (
             select(RemediationRequest.id)
-            .where(RemediationRequest.status == "applied", RemediationRequest.verified_at.is_(None))
+            .where(RemediationRequest.status == RequestStatus.APPLIED, RemediationRequest.verified_at.is_(None))
             .order_by(RemediationRequest.id)
             .limit(limit)
         )
         return list(self._session.scalars(query))
 
-    def open_requests(self, limit: int = 50) -> Sequence[RemediationRequest]:
+    def open_requests(self, limit: int = 50) -> list[RequestRecord]:
         query = (
             select(RemediationRequest)
             .where(RemediationRequest.status.in_(OPEN_STATUSES))
             .order_by(RemediationRequest.requested_at, RemediationRequest.id)
             .limit(limit)
         )
-        return self._session.scalars(query).all()
+        return [record_of(RequestRecord, request) for request in self._session.scalars(query)]

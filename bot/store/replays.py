@@ -4,10 +4,9 @@ wherever it lands. The primary key does the deciding: of two inserts of one sign
 from __future__ import annotations
 
 from sqlalchemy import delete
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from bot.store import dialect
 from bot.store.models import SeenRequest, utcnow
 
 
@@ -20,7 +19,7 @@ class SeenRequestRepository:
         was not on record (the request is new), False for a replay (of one signature twice, the second)."""
         if not sightings:
             return []
-        insert = pg_insert if self._session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        insert = dialect.insert(self._session)
         now = utcnow()
         statement = (
             insert(SeenRequest)

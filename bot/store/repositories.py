@@ -7,29 +7,32 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from bot.domain.statuses import IncidentStatus
+from bot.store import dialect
 from bot.store.models import DiagnosisRun, Incident, utcnow
+from bot.store.records import IncidentRecord, RunRecord, record_of
 
 
 class IncidentRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, incident: Incident) -> Incident:
+    def add(self, incident: Incident) -> IncidentRecord:
         self._session.add(incident)
         self._session.flush()
-        return incident
+        return record_of(IncidentRecord, incident)
 
-    def get(self, incident_id: int) -> Incident | None:
-        return self._session.get(Incident, incident_id)
+    def get(self, incident_id: int) -> IncidentRecord | None:
+        incident = self._session.get(Incident, incident_id)
+        return None if incident is None else record_of(IncidentRecord, incident)
 
     def open_for(
         self, *, cluster: str, namespace: str, namespace_uid: str, terminating_since: datetime | None, cause: str | None
-    ) -> Incident:
-        """The incident of this namespace UID, created if needed.
+    ) -> IncidentRecord:
+        """The incident of this namespace UID, created if needed, its cause set to `cause` (kept as it
+        was when `cause` is None).
 
         Concurrent callers (retried deliveries, two replicas) converge on one row: the insert yields
         to the unique key instead of checking first, and everyone then reads the row that won.
@@ -40,25 +43,27 @@ class IncidentRepository:
             "namespace_uid": namespace_uid,
             "terminating_since": terminating_since,
             "cause": cause,
-            "status": "open",
+            "status": IncidentStatus.OPEN,
         }
-        dialect = self._session.get_bind().dialect.name
-        insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        insert = dialect.insert(self._session)
         now = utcnow()
         statement = insert(Incident).values(first_seen_at=now, created_at=now, updated_at=now, **values)
         self._session.execute(statement.on_conflict_do_nothing(index_elements=["cluster", "namespace_uid"]))
-        incident = self.by_namespace_uid(cluster, namespace_uid)
+        incident = self._by_namespace_uid(cluster, namespace_uid)
         if incident is None:  # pragma: no cover - the row exists after the insert above
             raise RuntimeError("incident vanished after insert")
         self._session.refresh(incident)
-        return incident
+        if cause is not None:
+            incident.cause = cause
+            self._session.flush()
+        return record_of(IncidentRecord, incident)
 
     def resolve(self, incident_id: int, at: datetime) -> bool:
         """open -> resolved, once: True only for the caller whose update made the change."""
         result = self._session.execute(
             update(Incident)
-            .where(Incident.id == incident_id, Incident.status == "open")
-            .values(status="resolved", resolved_at=at, last_checked_at=at)
+            .where(Incident.id == incident_id, Incident.status == IncidentStatus.OPEN)
+            .values(status=IncidentStatus.RESOLVED, resolved_at=at, last_checked_at=at)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -75,23 +80,37 @@ class IncidentRepository:
         self._session.refresh(incident)
         return str(incident.slack_channel), str(incident.slack_thread_ts)
 
-    def by_namespace_uid(self, cluster: str, namespace_uid: str) -> Incident | None:
+    def mark_checked(self, incident_id: int, at: datetime) -> None:
+        """The follow-up looked at the incident's namespace at `at`."""
+        self._session.execute(update(Incident).where(Incident.id == incident_id).values(last_checked_at=at))
+
+    def mark_resolution_posted(self, incident_id: int, at: datetime) -> None:
+        """The thread was told that the incident is resolved."""
+        self._session.execute(update(Incident).where(Incident.id == incident_id).values(resolution_posted_at=at))
+
+    def _by_namespace_uid(self, cluster: str, namespace_uid: str) -> Incident | None:
         query = select(Incident).where(Incident.cluster == cluster, Incident.namespace_uid == namespace_uid)
         return self._session.scalars(query).one_or_none()
 
-    def open_incidents(self, cluster: str | None = None) -> Sequence[Incident]:
-        query = select(Incident).where(Incident.status == "open")
+    def by_namespace_uid(self, cluster: str, namespace_uid: str) -> IncidentRecord | None:
+        incident = self._by_namespace_uid(cluster, namespace_uid)
+        return None if incident is None else record_of(IncidentRecord, incident)
+
+    def open_incidents(self, cluster: str | None = None) -> list[IncidentRecord]:
+        query = select(Incident).where(Incident.status == IncidentStatus.OPEN)
         if cluster is not None:
             query = query.where(Incident.cluster == cluster)
-        return self._session.scalars(query.order_by(Incident.first_seen_at, Incident.id)).all()
+        ordered = query.order_by(Incident.first_seen_at, Incident.id)
+        return [record_of(IncidentRecord, incident) for incident in self._session.scalars(ordered)]
 
 
 class DiagnosisRepository:
     def __init__(self, session: Session) -> None:
         self._session = session
 
-    def get(self, run_id: int) -> DiagnosisRun | None:
-        return self._session.get(DiagnosisRun, run_id)
+    def get(self, run_id: int) -> RunRecord | None:
+        run = self._session.get(DiagnosisRun, run_id)
+        return None if run is None else record_of(RunRecord, run)
 
     def unposted(self, *, max_attempts: int, older_than: datetime, limit: int = 50) -> Sequence[int]:
         """Runs still to be posted: the last attempt failed, or nothing was heard of them since
@@ -132,15 +151,27 @@ class DiagnosisRepository:
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    def add(self, run: DiagnosisRun) -> DiagnosisRun:
+    def mark_posted(self, run_id: int, at: datetime) -> None:
+        self._session.execute(
+            update(DiagnosisRun).where(DiagnosisRun.id == run_id).values(posted_at=at, last_post_error=None)
+        )
+
+    def mark_post_failed(self, run_id: int, error: str) -> None:
+        self._session.execute(update(DiagnosisRun).where(DiagnosisRun.id == run_id).values(last_post_error=error[:200]))
+
+    def add(self, run: DiagnosisRun) -> RunRecord:
         self._session.add(run)
         self._session.flush()
-        return run
+        return record_of(RunRecord, run)
 
-    def for_incident(self, incident_id: int) -> Sequence[DiagnosisRun]:
+    def record(self, **values: Any) -> int:
+        """A new run from its column values; its id."""
+        return self.add(DiagnosisRun(**values)).id
+
+    def for_incident(self, incident_id: int) -> list[RunRecord]:
         query = (
             select(DiagnosisRun)
             .where(DiagnosisRun.incident_id == incident_id)
             .order_by(DiagnosisRun.started_at, DiagnosisRun.id)
         )
-        return self._session.scalars(query).all()
+        return [record_of(RunRecord, run) for run in self._session.scalars(query)]

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import Connection, create_engine, delete, event, insert, text, update
 from sqlalchemy.exc import DBAPIError
 
+from bot.errors import StoreError
 from bot.services import auditing
 from bot.store.audit import GENESIS, entry_hash
 from bot.store.backups import object_sha256, recreatable
@@ -189,8 +190,9 @@ def test_audit_entries_and_backups_refuse_update_and_delete(database: Database) 
         update(Backup).values(object={"kind": "forged"}),
         delete(Backup),
     ):
-        with pytest.raises(DBAPIError, match="append-only"), database.unit_of_work() as uow:
+        with pytest.raises(StoreError, match="append-only") as refused, database.unit_of_work() as uow:
             uow.session.execute(statement)
+        assert isinstance(refused.value.__cause__, DBAPIError)
     assert auditing.verify(database).intact
     with database.unit_of_work() as uow:
         assert uow.audit.head()[0] == 3

@@ -145,23 +145,26 @@ def test_scale_subresource(user: Raw) -> None:
 def test_command_line_entry_point(tmp_path: Path) -> None:
     import signal
     import subprocess
-    import sys
+
+    from tests._python import PYTHON, assert_no_resource_warning
 
     kc = tmp_path / "kc"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.kubeapi", "--fake-clock", "--no-controllers", "--kubeconfig", str(kc)],
+    with subprocess.Popen(
+        [*PYTHON, "-m", "tests.fakes.kubeapi", "--fake-clock", "--no-controllers", "--kubeconfig", str(kc)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        url_line = proc.stdout.readline().strip()
-        kc_line = proc.stdout.readline().strip()
-        assert url_line.startswith("URL: http://127.0.0.1:")
-        assert kc_line == f"KUBECONFIG: {kc}"
-        out = kubectl(kc, "get", "ns", "default", "-o", "jsonpath={.status.phase}")
-        assert out.stdout == "Active", out.stderr
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=10) == 0
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            url_line = proc.stdout.readline().strip()
+            kc_line = proc.stdout.readline().strip()
+            assert url_line.startswith("URL: http://127.0.0.1:")
+            assert kc_line == f"KUBECONFIG: {kc}"
+            out = kubectl(kc, "get", "ns", "default", "-o", "jsonpath={.status.phase}")
+            assert out.stdout == "Active", out.stderr
+        finally:
+            proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=10)
+    assert proc.returncode == 0, stderr
+    assert_no_resource_warning(stderr, "python -m tests.fakes.kubeapi")

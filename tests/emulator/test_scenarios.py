@@ -6,12 +6,12 @@ import fnmatch
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, get_args
 
 import pytest
 
+from tests._python import PYTHON, assert_no_resource_warning
 from tests.fakes.kubeapi.controllers._http import ApiError, KubeHTTP
 from tests.fakes.kubeapi.scenarios import SCENARIOS, Cause, ObjectRef, apply_scenario, snapshot
 
@@ -165,6 +165,7 @@ def test_same_state_in_another_process_with_another_hash_seed(applied_scenarios:
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(repo)}
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=repo, env=env, timeout=60, check=True
+        [*PYTHON, "-c", script], capture_output=True, text=True, cwd=repo, env=env, timeout=60, check=True
     )
+    assert_no_resource_warning(out.stderr, "the emulator in another process")
     assert json.loads(out.stdout) == first.snapshot

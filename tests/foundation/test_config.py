@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from bot.errors import ConfigError, UnknownClusterError
 from bot.settings import load_config, load_settings, parse_duration
+from tests._python import PYTHON, assert_no_resource_warning
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -23,8 +23,8 @@ def run_nsstuck(
     """Run the real console entry point in a child process, as a user would."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
     full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "bot", *args],
+    done = subprocess.run(
+        [*PYTHON, "-m", "bot", *args],
         capture_output=True,
         text=True,
         env=full_env,
@@ -32,6 +32,8 @@ def run_nsstuck(
         timeout=60,
         check=False,
     )
+    assert_no_resource_warning(done.stderr, "nsstuck " + " ".join(args))
+    return done
 
 
 def write(tmp_path: Path, text: str, name: str = "nsstuck.yaml") -> Path:

@@ -92,4 +92,5 @@ def test_a_cycle_through_type_checking_is_found(tmp_path: Path) -> None:
         timeout=120,
         check=True,
     )
-    assert "bot.services.answering" in done.stdout and "bot.services.outbox" in done.stdout, done.stdout
+    assert "bot.services.answering" in done.stdout, done.stdout
+    assert "bot.services.outbox" in done.stdout, done.stdout

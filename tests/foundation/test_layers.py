@@ -52,6 +52,8 @@ def test_contracts_are_kept() -> None:
         ("bot/services/__init__.py", "import kubernetes\n", "Only bot.kube imports the kubernetes client"),
         ("bot/slack/__init__.py", "import sqlalchemy\n", "Only bot.store imports SQLAlchemy and Alembic"),
         ("bot/cli.py", "import slack_sdk\n", "Only bot.slack imports slack_bolt and slack_sdk"),
+        ("bot/services/__init__.py", "import bot.store.models\n", "The store's models stay inside bot.store"),
+        ("bot/settings.py", "import bot.kube\n", "Layers"),
     ],
 )
 def test_a_broken_contract_fails_the_check(tree_copy: Path, module: str, line: str, contract: str) -> None:

@@ -55,6 +55,7 @@ from sqlalchemy import create_engine, inspect, make_url, text
 
 from bot.cli import main
 from bot.store import migrating
+from tests._python import PYTHON, assert_no_resource_warning
 from tests.approvals._flow import Flow
 from tests.conftest import REPO
 from tests.fakes.kubeapi import Emulator, FakeClock
@@ -537,7 +538,7 @@ def _process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
     full.update(env)
     result = subprocess.run(
-        [sys.executable, "-m", "bot", "--log-level", "DEBUG", *argv],
+        [*PYTHON, "-m", "bot", "--log-level", "DEBUG", *argv],
         capture_output=True,
         text=True,
         env=full,
@@ -546,6 +547,7 @@ def _process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
         check=False,
     )
     label = "nsstuck " + " ".join(argv)
+    assert_no_resource_warning(result.stderr, label)
     surfaces.add(f"{label}: stdout", result.stdout)
     surfaces.add(f"{label}: stderr", result.stderr)
     return Outcome(result.returncode, result.stdout, result.stderr)

@@ -6,7 +6,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.store import migrating
+from tests._python import PYTHON, assert_no_resource_warning
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
@@ -110,7 +110,7 @@ def serve_process(
     log = workdir / "bot.log"
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bot", *options, "serve"],
+            [*PYTHON, "-m", "bot", *options, "serve"],
             cwd=REPO,
             env=env,
             stdout=out,
@@ -126,6 +126,8 @@ def serve_process(
                     break
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                process.wait(timeout=10)
                 raise RuntimeError(f"the bot did not start:\n{log.read_text()}") from None
             time.sleep(0.1)
     running = Running(process, url, slack_emulator.http_driver(f"{url}/slack/events"), slack_emulator, log)
@@ -136,3 +138,4 @@ def serve_process(
             process.send_signal(signal.SIGTERM)
             code = process.wait(timeout=20)
             assert code == 0, f"serve exited {code} on SIGTERM:\n{log.read_text()}"
+        assert_no_resource_warning(log.read_text(), "nsstuck serve")

@@ -28,7 +28,8 @@ def _ready(bot: Running) -> int:
         with urllib.request.urlopen(bot.url + "/readyz", timeout=5) as response:
             return int(response.status)
     except urllib.error.HTTPError as e:
-        return int(e.code)
+        with e:  # the error is the response: closing it closes its connection
+            return int(e.code)
 
 
 def test_a_command_envelope_is_acked_in_time_and_diagnosed(bot: Running) -> None:
@@ -41,7 +42,8 @@ def test_a_command_envelope_is_acked_in_time_and_diagnosed(bot: Running) -> None
     # nothing was answered over HTTP: in Socket Mode /slack/events is not served
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(urllib.request.Request(bot.url + "/slack/events", data=b"x"), timeout=5)
-    assert caught.value.code == 404
+    with caught.value as refused:
+        assert refused.code == 404
 
 
 def test_the_bot_reconnects_after_a_disconnect_and_keeps_working(bot: Running) -> None:

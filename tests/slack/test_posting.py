@@ -8,8 +8,8 @@ import pytest
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 
-from bot.slack.blocks import Message
 from bot.services.metrics import Metrics
+from bot.slack.blocks import Message
 from bot.slack.pacing import ChannelPacer, Transient
 from bot.slack.posting import Backlog, Poster
 from tests.fakes.slackapi import SlackEmulator

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy.exc import IntegrityError, StatementError
 
+from bot.errors import StoreError
 from bot.store.database import Database
 from bot.store.models import DiagnosisRun, Incident
 
@@ -43,8 +44,9 @@ def test_unit_of_work_rolls_back_when_the_block_raises(database: Database) -> No
 def test_one_incident_per_namespace_uid_is_a_database_rule(database: Database) -> None:
     with database.unit_of_work() as uow:
         uow.incidents.add(_incident())
-    with pytest.raises(IntegrityError), database.unit_of_work() as uow:
+    with pytest.raises(StoreError) as refused, database.unit_of_work() as uow:
         uow.incidents.add(_incident())
+    assert isinstance(refused.value.__cause__, IntegrityError)
     # the same name with a new UID (deleted and recreated) is a new incident
     with database.unit_of_work() as uow:
         uow.incidents.add(_incident(uid="uid-2"))
@@ -52,8 +54,9 @@ def test_one_incident_per_namespace_uid_is_a_database_rule(database: Database) -
 
 
 def test_status_is_checked_by_the_database(database: Database) -> None:
-    with pytest.raises(IntegrityError), database.unit_of_work() as uow:
+    with pytest.raises(StoreError) as refused, database.unit_of_work() as uow:
         uow.incidents.add(_incident(status="maybe"))
+    assert isinstance(refused.value.__cause__, IntegrityError)
 
 
 def test_timestamps_come_back_timezone_aware_utc(database: Database) -> None:
@@ -119,7 +122,8 @@ def test_an_incident_with_diagnoses_cannot_be_deleted(database: Database) -> Non
             )
         )
         incident_id = incident.id
-    with pytest.raises(IntegrityError), database.unit_of_work() as uow:
-        stored = uow.incidents.get(incident_id)
+    with pytest.raises(StoreError) as refused, database.unit_of_work() as uow:
+        stored = uow.session.get(Incident, incident_id)  # the model itself: the repositories hand out records
         uow.session.delete(stored)
         uow.flush()
+    assert isinstance(refused.value.__cause__, IntegrityError)

@@ -51,6 +51,11 @@ def deletion_started(before: KubeObject, now: KubeObject) -> bool:
     return bool(meta(now).get("deletionTimestamp")) and not meta(before).get("deletionTimestamp")
 
 
+def deleting_took_effect(remedy: Remedy, before: KubeObject, now: KubeObject) -> bool:
+    """A kind's `took_effect` when deleting is all it does."""
+    return deletion_started(before, now)
+
+
 # -- the guarded calls -----------------------------------------------------------------------------
 
 
@@ -120,3 +125,8 @@ def delete(target: ObjectRef, *, force: bool) -> Operation:
     return Operation(
         method="DELETE", path=object_path(target), target=target, summary=summary, kubectl=command, body=body
     )
+
+
+def plain_delete(remedy: Remedy, target: ObjectRef, obj: KubeObject) -> Operation:
+    """A kind's `operation` when it deletes its target with preconditions, no force."""
+    return delete(target, force=False)

@@ -4,20 +4,9 @@ namespace needs, with the uid and resourceVersion checked as DeleteOptions preco
 from __future__ import annotations
 
 from bot.domain.access import Rule
-from bot.domain.changes import Operation
-from bot.domain.findings import Action, Remedy
-from bot.domain.refs import KubeObject, ObjectRef
+from bot.domain.findings import Action
 from bot.remediation.kinds import _ops
 from bot.remediation.kinds.base import RemedyKind
-
-
-def _operation(remedy: Remedy, target: ObjectRef, obj: KubeObject) -> Operation:
-    return _ops.delete(target, force=False)
-
-
-def _took_effect(remedy: Remedy, before: KubeObject, now: KubeObject) -> bool:
-    return _ops.deletion_started(before, now)
-
 
 KIND = RemedyKind(
     action=Action.DELETE_WEBHOOK_CONFIGURATION,
@@ -34,6 +23,6 @@ KIND = RemedyKind(
     needs_complete_diagnosis=False,
     needs_fresh_evidence=False,
     stale_reason=_ops.nothing_else_to_recheck,
-    operation=_operation,
-    took_effect=_took_effect,
+    operation=_ops.plain_delete,
+    took_effect=_ops.deleting_took_effect,
 )

@@ -11,6 +11,7 @@ from typing import Any
 
 from slack_bolt import Ack, App, Respond
 
+from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
 from bot.services.answering import Answering
 from bot.services.history import history
@@ -27,7 +28,7 @@ class _Asker:
     def __init__(self, respond: Respond) -> None:
         self.respond = respond
 
-    def could_not_diagnose(self, cluster: str, namespace: str, error: NsstuckError) -> None:
+    def could_not_diagnose(self, cluster: ClusterName, namespace: str, error: NsstuckError) -> None:
         self.respond(text=f"Could not diagnose {code(namespace)} on {code(cluster)}: {escape(str(error))}")
 
     def could_not_save(self, namespace: str) -> None:
@@ -79,7 +80,7 @@ class CommandListener:
             return
         ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
         user = str(command.get("user_id") or "")
-        self.answering.submit(cluster.name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond))
+        self.answering.submit(cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond))
 
     def _clusters_text(self, channel: str) -> str:
         clusters = self.config.clusters

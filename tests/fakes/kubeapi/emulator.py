@@ -117,6 +117,9 @@ class Emulator:
             self._bg.join(timeout=5)
             self._bg = None
         self.cluster.store.close()
+        from .controllers._http import close_clients  # the controllers import the emulator's modules
+
+        close_clients(self)
         for server in (self._server, self._tls_server):
             if server is not None:
                 server.shutdown()

@@ -687,15 +687,22 @@ class Server(ThreadingHTTPServer):
     _counting = threading.Lock()
 
     def finish_request(self, request: Any, client_address: Any) -> None:
-        if self.tls is not None:
-            # the TLS handshake runs in the request's own thread, not in the accept loop
-            try:
-                request = self.tls.wrap_socket(request, server_side=True)
-            except (ssl.SSLError, OSError):
-                return
-            with self._counting:
-                self.handshakes += 1
-        super().finish_request(request, client_address)
+        if self.tls is None:
+            super().finish_request(request, client_address)
+            return
+        # the TLS handshake runs in the request's own thread, not in the accept loop
+        try:
+            wrapped = self.tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        with self._counting:
+            self.handshakes += 1
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            # the socket server closes the plain socket it accepted, which the wrapping emptied: the
+            # TLS socket that took its place is closed here
+            self.shutdown_request(wrapped)
 
 
 def make_server(emu: Emulator, host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None) -> Server:

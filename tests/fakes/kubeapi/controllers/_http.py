@@ -147,6 +147,9 @@ class KubeHTTP:
         self._token = token
         self._timeout = timeout
         self._local = threading.local()
+        # every connection any thread opened, so that close_all() can close them all
+        self._opened: list[http.client.HTTPConnection] = []
+        self._opened_lock = threading.Lock()
         self.base_url = base_url
 
     def _conn(self) -> http.client.HTTPConnection:
@@ -156,13 +159,29 @@ class KubeHTTP:
             conn.connect()
             conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._local.conn = conn
+            with self._opened_lock:
+                self._opened = [c for c in self._opened if c.sock is not None]
+                self._opened.append(conn)
         return conn
 
     def close(self) -> None:
+        """Close this thread's connection."""
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    def close_all(self) -> None:
+        """Close the connections of every thread (the next request opens a new one)."""
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.close()
+
+    def __del__(self) -> None:
+        # a client dropped without close_all() (a test's own, say) takes its sockets with it, quietly
+        for conn in getattr(self, "_opened", ()):
+            conn.close()
 
     def raw(
         self,
@@ -271,6 +290,17 @@ def client_for(emu: EmulatorLike) -> KubeHTTP:
             client = KubeHTTP(emu.url, emu.admin_token)
             _clients[emu] = client
         return client
+
+
+def close_clients(emu: EmulatorLike) -> None:
+    """Close the admin client of an emulator that stops (its connections in every thread)."""
+    with _clients_lock:
+        try:
+            client = _clients.pop(emu, None)
+        except TypeError:
+            client = _fallback_clients.pop((emu.url, emu.admin_token), None)
+    if client is not None:
+        client.close_all()
 
 
 def object_path(
