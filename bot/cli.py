@@ -136,7 +136,12 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     db = Database(settings.database_url)
     metrics = Metrics()
     # a client per cluster kept between diagnoses, with room for every worker's requests at once
-    clusters = ClusterRegistry.from_config(config, ctx.config_path, pool_size=workers * CollectOptions().workers)
+    clusters = ClusterRegistry.from_config(
+        config,
+        ctx.config_path,
+        pool_size=workers * CollectOptions().workers,
+        credential_timeout=settings.credential_timeout_seconds,
+    )
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
     diagnoser = partial(diagnose_registered, clusters)
     outbox = Outbox(db, slack, remediable=partial(remediation_open, config))
@@ -148,9 +153,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         outage_seconds=settings.db_outage_seconds,
         workers=workers,
     )
-    remediation = Remediation(
-        db, config=config, settings=settings, clusters=clusters, notifier=slack, submit=answering.work.submit
-    )
+    remediation = Remediation(db, config=config, settings=settings, clusters=clusters, notifier=slack)
     door = create_app(
         settings=settings,
         config=config,
@@ -159,7 +162,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         slack=slack,
         answering=answering,
         remediation=remediation,
-        closing=(answering.close, slack.close, clusters.close),
+        closing=(answering.close, remediation.close, slack.close, clusters.close),
     )
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     jobs = job_list(
@@ -373,7 +376,9 @@ def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
         poster = _digest_poster(settings)
     clock = clock_for(settings.clock_file)
     db = _migrated_database(ctx)
-    clusters = ClusterRegistry.from_config(config, ctx.config_path)
+    clusters = ClusterRegistry.from_config(
+        config, ctx.config_path, credential_timeout=settings.credential_timeout_seconds
+    )
     try:
         for channel in channels:
             digest = run_now(db, config, clusters, channel=channel, now=clock(), poster=poster)

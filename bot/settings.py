@@ -533,8 +533,14 @@ class Settings(BaseSettings):
     clock_file: Path | None = Field(default=None, validation_alias="NSSTUCK_CLOCK_FILE")
     # seconds a remediation request waits for its approvals before it expires
     request_expiry_seconds: float = Field(default=3600.0, gt=0, validation_alias="NSSTUCK_REQUEST_EXPIRY_SECONDS")
-    # seconds an execution may take (re-check, backup, dry run, apply); past that, and a grace, it is
-    # reconciled against the live cluster as if its executor had died
+    # seconds an exec credential plugin (aws eks get-token, gke-gcloud-auth-plugin, kubelogin) may take
+    # before it is killed and the cluster is said to be unusable for now
+    credential_timeout_seconds: float = Field(
+        default=15.0, ge=1, le=300, validation_alias="NSSTUCK_CREDENTIAL_TIMEOUT_SECONDS"
+    )
+    # seconds an executor holds an approved change between two steps (re-check, backup, dry run, each
+    # write), renewed before each; one that lets it lapse is fenced off, and its request reconciled
+    # against the live cluster once the deadline, a grace and the longest call timeout have passed
     execution_timeout_seconds: float = Field(
         default=120.0, ge=1, le=3600, validation_alias="NSSTUCK_EXECUTION_TIMEOUT_SECONDS"
     )

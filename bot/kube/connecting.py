@@ -5,6 +5,8 @@ service accounts); we keep every secret it loads out of our messages: the creden
 kubeconfig's users (tokens, passwords, keys, an exec plugin's arguments and environment), what the
 client loaded from them, and the user part of the server's URL. What the client logs while it loads
 a kubeconfig (an exec plugin's failure, with the plugin's own stderr) is said again by us, scrubbed.
+An exec credential plugin gets a bounded time (`credential_timeout`): one that hangs is killed, with
+the processes it started, and the cluster is said to be unusable for now.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import signal
+import subprocess
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +29,13 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+from kubernetes.config import exec_provider as k8s_exec_provider
 from kubernetes.config import incluster_config as k8s_incluster_config
 from kubernetes.config import kube_config as k8s_kube_config
 from kubernetes.config.config_exception import ConfigException
 
 from bot.domain.refs import ClusterName
-from bot.errors import UserError
+from bot.errors import ClusterUnreachableError, UserError
 
 
 @dataclass(frozen=True)
@@ -194,7 +200,7 @@ def _shown_host(host: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
-def _stripped(configuration: Any) -> None:
+def _stripped(configuration: Any, credential_timeout: float) -> None:
     """Credentials as client-go reads them: a token file's trailing newline (`echo $TOKEN > file`) is
     not part of the token. The Python client sends it, and fails to build the header, quoting it."""
 
@@ -210,7 +216,7 @@ def _stripped(configuration: Any) -> None:
             # request made in another thread at that moment would send it unstripped. It writes into a
             # scratch copy instead, and the stripped credentials replace the old ones in one assignment.
             # One hook at a time: an expired exec plugin token is renewed once, not by every worker.
-            with turn:
+            with turn, _credential_limit(credential_timeout):
                 scratch = copy.copy(config)
                 scratch.api_key = dict(config.api_key or {})
                 hook(scratch)
@@ -260,10 +266,74 @@ def _guard_temp_files() -> None:
     setattr(k8s_kube_config, "_create_temp_file_with_content", locked)  # noqa: B010
 
 
-def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
-    """A client for the target. Raises UserError for a kubeconfig or context that cannot work."""
+# how long an exec credential plugin may take unless the caller gives less (`aws eks get-token` takes
+# a second or two; one that has not answered in this long is hung, waiting for a prompt or a network)
+CREDENTIAL_TIMEOUT = 15.0
+
+_CREDENTIAL_LIMIT = threading.local()
+
+
+@contextmanager
+def _credential_limit(seconds: float) -> Iterator[list[str]]:
+    """The time an exec plugin run by this thread gets, for the `with` block; the list it gives says
+    whether one was stopped (the client logs a plugin's failure and goes on without credentials)."""
+    previous = getattr(_CREDENTIAL_LIMIT, "seconds", None), getattr(_CREDENTIAL_LIMIT, "stopped", None)
+    stopped: list[str] = []
+    _CREDENTIAL_LIMIT.seconds, _CREDENTIAL_LIMIT.stopped = seconds, stopped
+    try:
+        yield stopped
+    finally:
+        _CREDENTIAL_LIMIT.seconds, _CREDENTIAL_LIMIT.stopped = previous
+
+
+class _BoundedPopen(subprocess.Popen):  # type: ignore[type-arg]
+    """The client's exec plugin process, in a session of its own, killed (with what it started) when
+    it has not answered within this thread's credential limit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["start_new_session"] = True
+        super().__init__(*args, **kwargs)
+
+    def communicate(self, input: Any = None, timeout: float | None = None) -> Any:
+        limit = getattr(_CREDENTIAL_LIMIT, "seconds", None) or CREDENTIAL_TIMEOUT
+        try:
+            return super().communicate(input, timeout=limit if timeout is None else min(timeout, limit))
+        except subprocess.TimeoutExpired:
+            with suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
+            super().communicate()
+            why = f"its exec credential plugin did not answer within {limit:g}s and was stopped"
+            stopped = getattr(_CREDENTIAL_LIMIT, "stopped", None)
+            if stopped is not None:
+                stopped.append(why)
+            raise ConfigException(f"exec: {why}") from None
+
+
+class _BoundedSubprocess(types.ModuleType):
+    """`subprocess` as the client's exec provider sees it: the same, but for a bounded Popen."""
+
+    Popen = _BoundedPopen
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+
+def _bound_exec_plugins() -> None:
+    """The client runs an exec plugin with no timeout at all (`communicate()`): a plugin that hangs
+    would hold the caller, and the cluster's connect lock, for ever. Its exec provider is given a
+    `subprocess` whose Popen is bounded."""
+    if not isinstance(getattr(k8s_exec_provider, "subprocess", None), _BoundedSubprocess):
+        setattr(k8s_exec_provider, "subprocess", _BoundedSubprocess("subprocess"))  # noqa: B010
+
+
+def connect(
+    target: ClusterTarget, *, pool_size: int = 32, credential_timeout: float = CREDENTIAL_TIMEOUT
+) -> Connection:
+    """A client for the target. Raises UserError for a kubeconfig or context that cannot work, or an
+    exec credential plugin that does not answer within `credential_timeout` seconds."""
     configuration = k8s_client.Configuration()
     _guard_temp_files()
+    _bound_exec_plugins()
     # the files as they are before they are read: a change from now on gives up a kept client
     paths = _config_paths(target)
     fingerprint = _fingerprint(tuple(paths))
@@ -275,8 +345,10 @@ def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
     if _LOADER_LOGS not in logging.getLogger().filters:
         logging.getLogger().addFilter(_LOADER_LOGS)
     _LOADER_LOGS.held.sink = held
+    stopped: list[str] = []
     try:
-        _load(target, configuration)
+        with _credential_limit(credential_timeout) as stopped:
+            _load(target, configuration)
     except ConfigException as e:
         raise UserError(f"cluster {target.name!r}: {where}: {scrubber.scrub(_first_line(str(e)))}") from None
     except FileNotFoundError:
@@ -290,6 +362,8 @@ def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
     finally:
         _LOADER_LOGS.held.sink = None
         for record in held:
+            if stopped and any(why in record.getMessage() for why in stopped):
+                continue  # said below, as the reason the cluster cannot be used
             log.log(
                 record.levelno,
                 "cluster %r: loading its %s: %s",
@@ -297,7 +371,10 @@ def connect(target: ClusterTarget, *, pool_size: int = 32) -> Connection:
                 where,
                 scrubber.scrub(record.getMessage()),
             )
-    _stripped(configuration)
+    if stopped:
+        # the client went on without credentials; every call would be refused (a 401 that hides why)
+        raise ClusterUnreachableError(f"cluster {target.name!r} cannot be used now: {stopped[0]}")
+    _stripped(configuration, credential_timeout)
     # one connection per worker thread, or urllib3 discards connections under parallel load
     configuration.connection_pool_maxsize = max(pool_size, 4)
     configuration.retries = False
@@ -340,9 +417,11 @@ class ConnectionCache:
         pool_size: int = 32,
         max_age: float = 300.0,
         idle: float = 90.0,
+        credential_timeout: float = CREDENTIAL_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.pool_size = pool_size
+        self.credential_timeout = credential_timeout
         self.max_age = max_age
         self.idle = idle
         self.clock = clock
@@ -382,7 +461,7 @@ class ConnectionCache:
             # only the leases of this target)
             if kept is not None and self._lend(kept, _fingerprint(kept.connection.files)):
                 return kept
-            connection = connect(target, pool_size=self.pool_size)
+            connection = connect(target, pool_size=self.pool_size, credential_timeout=self.credential_timeout)
             connection.lent = 1
             now = self.clock()
             with self._lock:

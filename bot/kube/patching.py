@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from bot.domain.changes import CallResult, Operation, Verdict, object_path
@@ -36,12 +37,16 @@ _ADMISSION = re.compile(
 class Patcher:
     """Reads objects right before a change, and runs Operations (dry run or real)."""
 
-    def __init__(self, transport: Transport, *, timeout: float | None = None) -> None:
+    def __init__(self, transport: Transport, *, timeout: float | Callable[[], float] | None = None) -> None:
+        """`timeout`: every call's, or a function that gives it for each call as it is sent (the time
+        left to a deadline); the transport's call timeout without one."""
         self.transport = transport
         self.timeout = timeout
 
     def _timeout(self) -> float:
-        return self.timeout if self.timeout is not None else self.transport.call_timeout
+        if self.timeout is None:
+            return self.transport.call_timeout
+        return self.timeout() if callable(self.timeout) else self.timeout
 
     def _where(self) -> str:
         connection = self.transport.connection

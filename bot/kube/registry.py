@@ -17,21 +17,35 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bot.errors import UnknownClusterError
-from bot.kube.connecting import ClusterTarget, Connection, ConnectionCache, connect
+from bot.kube.connecting import CREDENTIAL_TIMEOUT, ClusterTarget, Connection, ConnectionCache, connect
 from bot.settings import AppConfig, ClusterName, resolve_kubeconfig
 
 
 class ClusterRegistry:
     """Every cluster nsstuck may talk to, by name, and the clients kept for them."""
 
-    def __init__(self, targets: Iterable[ClusterTarget], *, pool_size: int = 32) -> None:
+    def __init__(
+        self,
+        targets: Iterable[ClusterTarget],
+        *,
+        pool_size: int = 32,
+        credential_timeout: float = CREDENTIAL_TIMEOUT,
+    ) -> None:
         self._targets: dict[str, ClusterTarget] = {}
         for target in targets:
             self._targets.setdefault(target.name, target)
-        self.connections = ConnectionCache(pool_size=pool_size)
+        self.credential_timeout = credential_timeout
+        self.connections = ConnectionCache(pool_size=pool_size, credential_timeout=credential_timeout)
 
     @classmethod
-    def from_config(cls, config: AppConfig, config_path: Path, *, pool_size: int = 32) -> ClusterRegistry:
+    def from_config(
+        cls,
+        config: AppConfig,
+        config_path: Path,
+        *,
+        pool_size: int = 32,
+        credential_timeout: float = CREDENTIAL_TIMEOUT,
+    ) -> ClusterRegistry:
         """The clusters of the config file, their kubeconfig paths resolved against its folder."""
         return cls(
             (
@@ -44,6 +58,7 @@ class ClusterRegistry:
                 for cluster in config.clusters
             ),
             pool_size=pool_size,
+            credential_timeout=credential_timeout,
         )
 
     @property
@@ -69,9 +84,13 @@ class ClusterRegistry:
         with self.connections.lease(self.target(name)) as connection:
             yield connection
 
-    def connect(self, name: ClusterName, *, pool_size: int) -> Connection:
-        """A client of its own (the caller closes it)."""
-        return connect(self.target(name), pool_size=pool_size)
+    def connect(self, name: ClusterName, *, pool_size: int, credential_timeout: float | None = None) -> Connection:
+        """A client of its own (the caller closes it); an exec credential plugin gets the registry's
+        credential timeout, or `credential_timeout` when that is less."""
+        limit = self.credential_timeout
+        if credential_timeout is not None:
+            limit = min(limit, credential_timeout)
+        return connect(self.target(name), pool_size=pool_size, credential_timeout=limit)
 
     def close(self) -> None:
         self.connections.close()

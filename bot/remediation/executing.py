@@ -1,9 +1,16 @@
 """Making an approved change: re-check, back up, dry run, apply, and afterwards follow the namespace.
 
-Every step is recorded before the next one starts. `execution_started` is committed before the
-first real API call, and the outcome after it, so an executor that dies in between leaves a request
-in `executing` with that entry as the last word; `reconcile` finds it once its deadline has passed,
-looks at the live cluster, and records what actually happened.
+Every step is recorded before the next one starts, and the executor is fenced: before each step that
+may change the cluster (the backup, the dry run, `execution_started`, every write) it renews its hold
+on the request with a conditional update (still `executing`, still its execution id, its deadline
+not passed; the deadline moves on by the execution timeout) and stops when that fails. Every cluster
+call's timeout is the smaller of the call limit and the time left to the deadline, computed for that
+call, so a write sent before the deadline has its answer (or has timed out) by then.
+
+An executor that dies or goes silent leaves its request in `executing` past its deadline. `reconcile`
+takes it over only once the deadline is `SETTLE_AFTER` behind (the grace, and the longest call
+timeout, so that a write sent in time has landed or failed on the server), reads the objects and
+records what it found, with a move that is conditional on the deadline having passed too.
 """
 
 from __future__ import annotations
@@ -27,13 +34,18 @@ from bot.remediation import planning
 from bot.remediation.kinds.registry import kind_of
 from bot.remediation.requests import RequestView, audit, load, view_of
 from bot.store.audit import SYSTEM_ACTOR
-from bot.store.database import Database
+from bot.store.database import Database, UnitOfWork
 
 log = logging.getLogger(__name__)
 
+# the longest one cluster call may take
+MAX_CALL_TIMEOUT = 10.0
+# the least a call is given, however little time is left (a call with none left would not be sent)
+MIN_CALL_TIMEOUT = 0.5
 # an executor past its deadline gets this much longer before its request is reconciled by others
 RECONCILE_GRACE = timedelta(seconds=5)
-MAX_CALL_TIMEOUT = 10.0
+# ... and the objects are read only once the longest call has had time to land or fail too
+SETTLE_AFTER = max(RECONCILE_GRACE, timedelta(seconds=MAX_CALL_TIMEOUT))
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,39 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class _Hold:
+    """An executor's hold on its request: the deadline as this executor last renewed it."""
+
+    def __init__(self, view: RequestView, execution_id: str, *, lease: timedelta, clock: Callable[[], datetime]):
+        self.request_id = view.id
+        self.execution_id = execution_id
+        self.deadline = view.execution_deadline or clock()
+        self.lease = lease
+        self.clock = clock
+
+    def renew(self, uow: UnitOfWork) -> bool:
+        """In the caller's unit of work: still ours and in time? Then the deadline moves on."""
+        now = self.clock()
+        until = now + self.lease
+        if not uow.requests.reclaim(self.request_id, self.execution_id, now=now, until=until):
+            return False
+        self.deadline = max(self.deadline, until)
+        return True
+
+    def call_timeout(self) -> float:
+        """For the call about to be sent: the call limit, or the time left if that is less."""
+        left = (self.deadline - self.clock()).total_seconds()
+        return max(MIN_CALL_TIMEOUT, min(MAX_CALL_TIMEOUT, left))
+
+
+class _Fenced(Exception):
+    """The hold could not be renewed: the request is no longer this executor's to change."""
+
+    def __init__(self, step: str) -> None:
+        super().__init__(step)
+        self.step = step
+
+
 class Executor:
     def __init__(
         self,
@@ -54,48 +99,74 @@ class Executor:
         *,
         clusters: ClusterRegistry,
         follow_for: timedelta,
+        execution_timeout: timedelta = timedelta(seconds=120),
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.db = db
         self.clusters = clusters
         self.follow_for = follow_for
+        self.execution_timeout = execution_timeout
         self.clock = clock
 
     @contextmanager
-    def _patcher(self, cluster: ClusterName, deadline: datetime | None) -> Iterator[Patcher]:
-        remaining = (deadline - self.clock()).total_seconds() if deadline else MAX_CALL_TIMEOUT
-        connection = self.clusters.connect(cluster, pool_size=4)
+    def _patcher(self, cluster: ClusterName, hold: _Hold | None) -> Iterator[Patcher]:
+        """A client of its own; each call's timeout from the hold when there is one."""
+        budget = hold.call_timeout if hold is not None else (lambda: MAX_CALL_TIMEOUT)
+        connection = self.clusters.connect(cluster, pool_size=4, credential_timeout=budget())
         try:
-            transport = Transport(connection, call_timeout=max(1.0, min(MAX_CALL_TIMEOUT, remaining)))
-            yield Patcher(transport)
+            yield Patcher(Transport(connection, call_timeout=MAX_CALL_TIMEOUT), timeout=budget)
         finally:
             connection.close()
 
     # -- executing ---------------------------------------------------------------------------
 
     def execute(self, request_id: int, execution_id: str) -> Outcome | None:
-        """Run an approved request this caller holds (`execution_id`); None when it does not hold it."""
+        """Run an approved request this caller holds (`execution_id`). None when it does not hold it,
+        or stops holding it before the end (the reconciler then settles it, and says so)."""
         view = load(self.db, request_id)
         if view is None or view.status != RequestStatus.EXECUTING or view.execution_id != execution_id:
             return None
+        hold = _Hold(view, execution_id, lease=self.execution_timeout, clock=self.clock)
         try:
-            with self._patcher(view.cluster, view.execution_deadline) as patcher:
-                return self._execute(view, execution_id, patcher)
-        except NsstuckError as e:  # cannot connect, or the cluster refused to show us the objects
-            return self._finish(
-                view, execution_id, RequestStatus.FAILED, f"could not re-check the cluster: {e}", phase="recheck"
+            self._renew(hold, "re-check")
+            try:
+                with self._patcher(view.cluster, hold) as patcher:
+                    return self._execute(view, hold, patcher)
+            except NsstuckError as e:  # cannot connect, or the cluster refused to show us the objects
+                return self._finish(
+                    view, execution_id, RequestStatus.FAILED, f"could not re-check the cluster: {e}", phase="recheck"
+                )
+        except _Fenced as fenced:
+            log.warning(
+                "request %s: execution %s no longer holds it (settled elsewhere, or past its deadline); "
+                "stopped before the %s",
+                request_id,
+                execution_id,
+                fenced.step,
             )
+            return None
 
-    def _execute(self, view: RequestView, execution_id: str, patcher: Patcher) -> Outcome:
+    def _renew(self, hold: _Hold, step: str, uow: UnitOfWork | None = None) -> None:
+        if uow is not None:
+            if not hold.renew(uow):
+                raise _Fenced(step)
+            return
+        with self.db.unit_of_work() as own:
+            if not hold.renew(own):
+                raise _Fenced(step)
+
+    def _execute(self, view: RequestView, hold: _Hold, patcher: Patcher) -> Outcome | None:
+        execution_id = hold.execution_id
         remedy = view.remedy
         live = [patcher.read(target) for target in remedy.targets]
         reasons = planning.stale_reasons(remedy, live)
         if not reasons and planning.needs_fresh_evidence(remedy):
-            reasons = self._evidence_now(view, patcher)
+            reasons = self._evidence_now(view, hold, patcher)
         if reasons:
             return self._finish(view, execution_id, RequestStatus.STALE, "; ".join(reasons), reasons=reasons)
         checked = [obj for obj in live if obj is not None]
         with self.db.unit_of_work() as uow:
+            self._renew(hold, "backup", uow)
             kept = [uow.backups.add(view.id, view.cluster, obj) for obj in checked]
             audit(
                 uow,
@@ -109,6 +180,7 @@ class Executor:
                 ],
             )
         operations = planning.operations(remedy, checked)
+        self._renew(hold, "dry run")
         dry = [patcher.run(op, dry_run=True) for op in operations]
         refused = [(op, r) for op, r in zip(operations, dry, strict=True) if not r.ok]
         with self.db.unit_of_work() as uow:
@@ -131,6 +203,7 @@ class Executor:
                 phase="dry_run",
             )
         with self.db.unit_of_work() as uow:
+            self._renew(hold, "change", uow)
             audit(
                 uow,
                 view,
@@ -141,6 +214,7 @@ class Executor:
             )
         results: list[CallResult] = []
         for op in operations:
+            self._renew(hold, f"write ({op.summary})")
             result = patcher.run(op, dry_run=False)
             results.append(result)
             if not result.ok:
@@ -149,6 +223,13 @@ class Executor:
         failed = [(op, r) for op, r in zip(operations, results, strict=False) if not r.ok]
         if failed:
             op, result = failed[0]
+            if result.verdict is Verdict.UNREACHABLE:
+                # no answer: the change may have landed. Not a guess in the record: the reconciler reads
+                # the object once the deadline and the longest call are behind, and says what it finds
+                log.warning(
+                    "request %s: no answer to %s; left for reconciliation from the cluster", view.id, op.summary
+                )
+                return None
             return self._finish(
                 view, execution_id, RequestStatus.FAILED, _explain(op, result), phase="apply", results=done
             )
@@ -160,9 +241,10 @@ class Executor:
             results=done,
         )
 
-    def _evidence_now(self, view: RequestView, patcher: Patcher) -> list[str]:
+    def _evidence_now(self, view: RequestView, hold: _Hold, patcher: Patcher) -> list[str]:
         """Force-finalizing needs complete evidence now, not only when it was diagnosed."""
-        snapshot = Collector(patcher.transport, cluster=view.cluster, options=CollectOptions()).collect(view.namespace)
+        options = CollectOptions(deadline=hold.call_timeout(), call_timeout=hold.call_timeout())
+        snapshot = Collector(patcher.transport, cluster=view.cluster, options=options).collect(view.namespace)
         diagnosis = diagnose(snapshot)
         if not diagnosis.complete:
             gaps = ", ".join(str(g) for g in diagnosis.gaps[:3])
@@ -177,14 +259,20 @@ class Executor:
         status: RequestStatus,
         reason: str,
         **details: object,
-    ) -> Outcome:
+    ) -> Outcome | None:
+        """Record the executor's own outcome, once: None when the request was settled elsewhere (the
+        reconciler told the thread then)."""
         now = self.clock()
-        values: dict[str, object] = {"finished_at": now, "status_reason": reason[:1000]}
-        if status == RequestStatus.APPLIED:
-            values["follow_until"] = now + self.follow_for
+        follow_until = now + self.follow_for if status == RequestStatus.APPLIED else None
         with self.db.unit_of_work() as uow:
             moved = uow.requests.move(
-                view.id, from_status=RequestStatus.EXECUTING, to_status=status, held_by=execution_id, **values
+                view.id,
+                from_status=RequestStatus.EXECUTING,
+                to_status=status,
+                held_by=execution_id,
+                finished_at=now,
+                status_reason=reason[:1000],
+                follow_until=follow_until,
             )
             request = uow.requests.get(view.id)
             assert request is not None
@@ -201,15 +289,15 @@ class Executor:
                 )
         if not moved:
             log.warning("request %s was settled by someone else while it ran (now %s)", view.id, after.status)
+            return None
         return Outcome(after)
 
-    # -- crash recovery ----------------------------------------------------------------------
+    # -- an executor gone silent ---------------------------------------------------------------
 
     def reconcile(self) -> list[Outcome]:
         """Settle executions whose executor went silent past its deadline, from the live cluster."""
-        now = self.clock()
         with self.db.unit_of_work() as uow:
-            overdue = uow.requests.overdue_executions(now - RECONCILE_GRACE)
+            overdue = uow.requests.overdue_executions(self.clock() - SETTLE_AFTER)
         outcomes = []
         for request_id in overdue:
             view = load(self.db, request_id)
@@ -231,35 +319,50 @@ class Executor:
             before = [b.object for b in backups]
         mine = [e for e in entries if (e.details or {}).get("execution_id") == execution_id]
         started = any(e.event == "execution_started" for e in mine)
-        if not started:
-            reason = (
-                "nsstuck stopped before making the change (during the re-check, backup or dry run); nothing changed"
-            )
+        if not before:
+            # every object is backed up before any call that could change it, and a silent executor
+            # cannot pass that step any more (its hold is past its deadline)
+            reason = "nsstuck stopped before backing up the objects, so before making the change; nothing changed"
             return self._settle(view, execution_id, RequestStatus.FAILED, reason, took_effect=[])
         with self._patcher(view.cluster, None) as patcher:
             now_objects = [patcher.read(ObjectRef.of(obj, resource=_resource(view, obj))) for obj in before]
         took = [planning.took_effect(view.remedy, b, n) for b, n in zip(before, now_objects, strict=True)]
-        if took and all(took):
+        seen = _seen(before, took)
+        if not started:
+            if any(took):
+                reason = f"nsstuck stopped before making the change, yet the cluster shows it made ({seen})"
+            else:
+                reason = f"nsstuck stopped before making the change; the cluster shows {seen}"
+            return self._settle(view, execution_id, RequestStatus.FAILED, reason, took_effect=took)
+        if all(took):
             return self._settle(
-                view, execution_id, RequestStatus.APPLIED, "the change is in the cluster", took_effect=took
+                view, execution_id, RequestStatus.APPLIED, f"the change is in the cluster ({seen})", took_effect=took
             )
         if not any(took):
-            reason = "nsstuck stopped while making the change, and the cluster shows it did not happen"
+            reason = (
+                f"the change was sent but its outcome never recorded, and the cluster shows it did not happen ({seen})"
+            )
         else:
-            reason = "nsstuck stopped part-way: only part of the change is in the cluster"
+            reason = f"the change was sent but its outcome never recorded: only part of it is in the cluster ({seen})"
         return self._settle(view, execution_id, RequestStatus.FAILED, reason, took_effect=took)
 
     def _settle(
         self, view: RequestView, execution_id: str, status: RequestStatus, reason: str, *, took_effect: Sequence[bool]
     ) -> Outcome | None:
-        """Record what the live cluster shows, once: the move is conditional on the dead executor's id."""
+        """Record what the live cluster shows, once: the move is conditional on the silent executor's
+        id and on its deadline being past the grace (an executor that renewed its hold keeps it)."""
         now = self.clock()
-        values: dict[str, object] = {"finished_at": now, "status_reason": f"after a restart: {reason}"[:1000]}
-        if status == RequestStatus.APPLIED:
-            values["follow_until"] = now + self.follow_for
+        follow_until = now + self.follow_for if status == RequestStatus.APPLIED else None
         with self.db.unit_of_work() as uow:
             if not uow.requests.move(
-                view.id, from_status=RequestStatus.EXECUTING, to_status=status, held_by=execution_id, **values
+                view.id,
+                from_status=RequestStatus.EXECUTING,
+                to_status=status,
+                held_by=execution_id,
+                overdue_at=now - RECONCILE_GRACE,
+                finished_at=now,
+                status_reason=f"{SETTLED_PREFIX}{reason}"[:1000],
+                follow_until=follow_until,
             ):
                 return None  # settled by its executor after all, or by another replica
             request = uow.requests.get(view.id)
@@ -317,6 +420,19 @@ class Executor:
                 audit(uow, after, "verified", actor=SYSTEM_ACTOR, outcome=verdict)
             outcomes.append(Outcome(after))
         return outcomes
+
+
+# what a request settled by the reconciler says first: the record was completed from the live cluster
+# (its executor died, was fenced off, or sent a write that was never answered)
+SETTLED_PREFIX = "reconciled with the cluster: "
+
+
+def _seen(before: Sequence[KubeObject], took: Sequence[bool]) -> str:
+    """What the cluster showed of each object, for the record: "ConfigMap a/b changed, ..."."""
+    return ", ".join(
+        f"{ObjectRef.of(obj).display} {'changed as planned' if done else 'unchanged'}"
+        for obj, done in zip(before, took, strict=True)
+    )
 
 
 def _ref(obj: KubeObject) -> dict[str, object]:

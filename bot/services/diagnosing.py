@@ -19,7 +19,7 @@ from bot.domain.refs import ClusterName
 from bot.domain.snapshot import NamespaceSnapshot
 from bot.errors import ClusterUnreachableError
 from bot.kube.collecting import CollectOptions, Collector, utcnow
-from bot.kube.connecting import ClusterTarget, Connection, ConnectionCache, connect
+from bot.kube.connecting import CREDENTIAL_TIMEOUT, ClusterTarget, Connection, ConnectionCache, connect
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 
@@ -92,7 +92,10 @@ def _connection(
         with connections.lease(target) as connection:
             yield connection
         return
-    connection = connect(target, pool_size=options.workers)
+    # an exec credential plugin has no more time than the whole diagnosis
+    connection = connect(
+        target, pool_size=options.workers, credential_timeout=min(CREDENTIAL_TIMEOUT, options.deadline)
+    )
     try:
         yield connection
     finally:

@@ -9,9 +9,8 @@ the person who clicked are raised (UserError) or returned (`Vote.message`) for t
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from bot.domain.refs import ClusterName
 from bot.errors import UserError
@@ -34,8 +33,9 @@ from bot.services.recording import current_thread, incident_namespace_uid, run_c
 from bot.settings import AppConfig, Settings
 from bot.store.database import Database
 
-# runs a callable on a worker pool (the approved execution must not hold the door's listener)
-Submit = Callable[..., Future[Any]]
+# approved changes run at once on a pool of their own: never queued behind diagnoses, never in the
+# door's listener; few at a time (each is a handful of guarded calls to one cluster)
+EXECUTION_WORKERS = 4
 
 
 def remediation_open(config: AppConfig, cluster: str) -> bool:
@@ -53,21 +53,21 @@ class Remediation:
         settings: Settings,
         clusters: ClusterRegistry,
         notifier: RemediationNotifier,
-        submit: Submit,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.db = db
         self.config = config
         self.settings = settings
         self.notifier = notifier
-        self.submit = submit
         self.clock = clock
         self.executor = Executor(
             db,
             clusters=clusters,
             follow_for=timedelta(seconds=settings.remediation_follow_seconds),
+            execution_timeout=timedelta(seconds=settings.execution_timeout_seconds),
             clock=clock,
         )
+        self.executions = ThreadPoolExecutor(max_workers=EXECUTION_WORKERS, thread_name_prefix="nsstuck-execute")
 
     # -- a remedy's button -------------------------------------------------------------------
 
@@ -140,8 +140,12 @@ class Remediation:
         if vote.kind is VoteKind.REJECTED:
             self.notifier.request_rejected(vote.view, by=user)
         elif vote.kind is VoteKind.EXECUTE and vote.execution_id is not None:
-            self.submit(self.execute, request_id, vote.execution_id)
+            self.executions.submit(self.execute, request_id, vote.execution_id)
         return vote
+
+    def close(self) -> None:
+        """Let the changes under way finish (each is bounded by its deadline)."""
+        self.executions.shutdown(wait=True)
 
     def execute(self, request_id: int, execution_id: str) -> None:
         outcome = self.executor.execute(request_id, execution_id)

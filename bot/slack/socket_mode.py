@@ -153,7 +153,7 @@ class SocketModeHandler(BaseSocketModeHandler):
     def __init__(self, app: App, app_token: str, *, ping_interval: float, stale_after: float) -> None:
         self.app = app
         self.app_token = app_token
-        self.client = SwitchingClient(
+        self.switching = SwitchingClient(
             stale_after=stale_after,
             app_token=app_token,
             logger=app.logger,
@@ -161,7 +161,15 @@ class SocketModeHandler(BaseSocketModeHandler):
             proxy=app.client.proxy,
             ping_interval=ping_interval,
         )
+        self.client = self.switching
         self.client.socket_mode_request_listeners.append(self.handle)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.switching.close()
+        # close() joins the monitor: a reconnect it had under way may have opened a session after
+        # close() closed the current one
+        if self.switching.current_session is not None:
+            self.switching.current_session.close()
 
     def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         started = time.time()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import case, func, select, text, update
 from sqlalchemy.orm import Session
 
 from bot.domain.statuses import RequestStatus
@@ -73,18 +73,44 @@ class RequestRepository:
         from_status: RequestStatus | Sequence[RequestStatus],
         to_status: RequestStatus,
         held_by: str | None = None,
+        overdue_at: datetime | None = None,
         **values: Any,
     ) -> bool:
         """from_status -> to_status, only if the row is still in from_status (and, when given, its
-        execution is still `held_by` this execution id). True only for the caller whose update made
-        the move."""
+        execution is still `held_by` this execution id, and its deadline is not after `overdue_at`).
+        True only for the caller whose update made the move."""
         sources = (from_status,) if isinstance(from_status, str) else tuple(from_status)
         query = update(RemediationRequest).where(
             RemediationRequest.id == request_id, RemediationRequest.status.in_(sources)
         )
         if held_by is not None:
             query = query.where(RemediationRequest.execution_id == held_by)
+        if overdue_at is not None:  # only once the deadline has passed (a live executor may extend it)
+            query = query.where(RemediationRequest.execution_deadline <= overdue_at)
         result = self._session.execute(query.values(status=to_status, updated_at=utcnow(), **values))
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def reclaim(self, request_id: int, execution_id: str, *, now: datetime, until: datetime) -> bool:
+        """An executor renewing its hold before a step that may change the cluster: only while the
+        request is still `executing`, held by this execution, and its deadline has not passed; the
+        deadline moves to `until` (never earlier). False: the execution is no longer this executor's
+        to continue (settled by the reconciler, or overdue)."""
+        result = self._session.execute(
+            update(RemediationRequest)
+            .where(
+                RemediationRequest.id == request_id,
+                RemediationRequest.status == RequestStatus.EXECUTING,
+                RemediationRequest.execution_id == execution_id,
+                RemediationRequest.execution_deadline > now,
+            )
+            .values(
+                execution_deadline=case(
+                    (RemediationRequest.execution_deadline < until, until),
+                    else_=RemediationRequest.execution_deadline,
+                ),
+                updated_at=utcnow(),
+            )
+        )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
     def set_fields(self, request_id: int, **values: Any) -> None:

@@ -75,7 +75,7 @@ def test_killed_after_execution_started_is_reconciled_as_applied(
         flow.bot = second
         row = flow.wait_status(request_id, "applied", "failed", timeout=30)
         assert row["status"] == "applied"
-        assert row["status_reason"].startswith("after a restart: the change is in the cluster")
+        assert row["status_reason"].startswith("reconciled with the cluster: the change is in the cluster")
         assert flow.audit(request_id)[-3:] == ["execution_started", "reconciled", "applied"]
         flow.wait_thread(f"Remediation #{request_id}: Done")
 

@@ -57,7 +57,7 @@ told = Told()
 diagnoser = lambda cluster, namespace: diagnose_registered(clusters, cluster, namespace)
 outbox = Outbox(db, told, remediable=lambda cluster: remediation_open(config, cluster))
 remediation = Remediation(
-    db, config=config, settings=settings, clusters=clusters, notifier=told, submit=lambda *a: None
+    db, config=config, settings=settings, clusters=clusters, notifier=told
 )
 jobs = job_list(
     settings, config=config, db=db, clusters=clusters, diagnoser=diagnoser, outbox=outbox,

@@ -61,6 +61,10 @@ def sm_client(slack_emulator: SlackEmulator, recorder: Recorder) -> Iterator[Soc
         client.closed = True
         client.message_queue.put("{}")  # wakes the message processor's 1 s queue poll, so close() is quick
         client.close()
+        # close() joins the monitor thread; a reconnect it had under way when close() began may have
+        # made a new session after close() closed the old one (the client re-enables reconnecting)
+        if client.current_session is not None:
+            client.current_session.close()
 
 
 def test_connect_hello_and_ping(slack_emulator: SlackEmulator, sm_client: SocketModeClient) -> None:
