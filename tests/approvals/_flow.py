@@ -119,6 +119,13 @@ class Flow:
         request = self.requests()[-1]
         return self.request_message(int(request["id"]))
 
+    def requested(self, scenario: str, action: str) -> int:
+        """The scenario applied and diagnosed, and a request filed for its `action` remedy: its id."""
+        self.scenario(scenario)
+        self.diagnose()
+        self.request(action)
+        return int(self.requests()[-1]["id"])
+
     def request_message(self, request_id: int, timeout: float = 10) -> JSON:
         def find() -> JSON | None:
             for message in self.slack.thread(OPS_CHANNEL, self.thread_ts()):

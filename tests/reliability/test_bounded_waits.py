@@ -133,10 +133,7 @@ def test_an_approved_change_is_not_queued_behind_diagnoses(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
     with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        flow.scenario("seed002-configmap-finalizer")
-        flow.diagnose()
-        flow.request("remove_finalizer")
-        request_id = int(flow.requests()[-1]["id"])
+        request_id = flow.requested("seed002-configmap-finalizer", "remove_finalizer")
         # every diagnosis worker busy for 8 s on a slow namespace, with more waiting
         kube_emulator.knobs.latency(8000, match="^GET /api/v1/namespaces/slow-")
         for i in range(6):

@@ -35,10 +35,7 @@ def _held(kube: Emulator) -> dict[str, list[str]]:
 def _slow_change(flow: Flow, kube: Emulator, ratio: float) -> tuple[int, str, dict[str, list[str]]]:
     """Diagnose, request the finalizer's removal, make the target's reads and writes take `ratio` times
     the deadline, approve. Returns the request id, the target's name and the ConfigMaps before."""
-    flow.scenario("seed002-configmap-finalizer")
-    flow.diagnose()
-    flow.request("remove_finalizer")
-    request_id = int(flow.requests()[-1]["id"])
+    request_id = flow.requested("seed002-configmap-finalizer", "remove_finalizer")
     before = _held(kube)
     [target] = [name for name, finalizers in before.items() if finalizers]
     kube.knobs.latency(ratio * DEADLINE * 1000, match=f"^(GET|PATCH) {CONFIGMAPS}/{target}$")
@@ -119,10 +116,7 @@ def test_a_write_without_an_answer_is_settled_from_what_the_cluster_shows(
     # is behind, and what it shows is what the record says.
     env = {"NSSTUCK_EXECUTION_TIMEOUT_SECONDS": "2"}
     with remediation_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env) as flow:
-        flow.scenario("seed002-configmap-finalizer")
-        flow.diagnose()
-        flow.request("remove_finalizer")
-        request_id = int(flow.requests()[-1]["id"])
+        request_id = flow.requested("seed002-configmap-finalizer", "remove_finalizer")
         before = _held(kube_emulator)
         [target] = [name for name, finalizers in before.items() if finalizers]
         kube_emulator.knobs.inject_fault(f"^PATCH {CONFIGMAPS}/{target}$", 0, reset_connection=True, skip=1, times=1)
