@@ -1,5 +1,11 @@
 """Making an approved change: re-check, back up, dry run, apply, and afterwards follow the namespace.
 
+The re-check is of the targets (gone, re-created, changed, what the kind changes already gone) and of
+the cause: the namespace is collected and diagnosed again, and the fresh diagnosis must still propose
+the remedy for every target (each kind says what it rests on, and in its own words what came back
+when it no longer does: "metrics-server is serving again: the APIService was left alone"). When it does
+not, the request ends `stale` with that reason and nothing is written.
+
 Every step is recorded before the next one starts, and the executor is fenced: before each step that
 may change the cluster (the backup, the dry run, `execution_started`, every write) it renews its hold
 on the request with a conditional update (still `executing`, still its execution id, its deadline
@@ -16,6 +22,7 @@ records what it found, with a move that is conditional on the deadline having pa
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +30,10 @@ from datetime import UTC, datetime, timedelta
 
 from bot.diagnosis.engine import diagnose
 from bot.domain.changes import CallResult, Operation, Verdict
+from bot.domain.findings import Diagnosis
 from bot.domain.refs import ClusterName, KubeObject, ObjectRef
+from bot.domain.snapshot import NamespaceSnapshot
+from bot.domain.snapshot_codec import decompress_snapshot
 from bot.domain.statuses import RequestStatus
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions, Collector
@@ -31,7 +41,6 @@ from bot.kube.patching import Patcher
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 from bot.remediation import planning
-from bot.remediation.kinds.registry import kind_of
 from bot.remediation.requests import RequestView, audit, load, view_of
 from bot.store.audit import SYSTEM_ACTOR
 from bot.store.database import Database, UnitOfWork
@@ -42,6 +51,8 @@ log = logging.getLogger(__name__)
 MAX_CALL_TIMEOUT = 10.0
 # the least a call is given, however little time is left (a call with none left would not be sent)
 MIN_CALL_TIMEOUT = 0.5
+# the longest the namespace is collected again for, right before acting
+FRESH_EVIDENCE_DEADLINE = 20.0
 # an executor past its deadline gets this much longer before its request is reconciled by others
 RECONCILE_GRACE = timedelta(seconds=5)
 # ... and the objects are read only once the longest call has had time to land or fail too
@@ -78,10 +89,12 @@ class _Hold:
         self.deadline = max(self.deadline, until)
         return True
 
+    def time_left(self) -> float:
+        return (self.deadline - self.clock()).total_seconds()
+
     def call_timeout(self) -> float:
         """For the call about to be sent: the call limit, or the time left if that is less."""
-        left = (self.deadline - self.clock()).total_seconds()
-        return max(MIN_CALL_TIMEOUT, min(MAX_CALL_TIMEOUT, left))
+        return max(MIN_CALL_TIMEOUT, min(MAX_CALL_TIMEOUT, self.time_left()))
 
 
 class _Fenced(Exception):
@@ -159,11 +172,19 @@ class Executor:
         execution_id = hold.execution_id
         remedy = view.remedy
         live = [patcher.read(target) for target in remedy.targets]
-        reasons = planning.stale_reasons(remedy, live)
-        if not reasons and planning.needs_fresh_evidence(remedy):
-            reasons = self._evidence_now(view, hold, patcher)
+        reasons = planning.stale_reasons(remedy, live, versions=False)
+        recheck: dict[str, object] = {}
+        if not reasons:
+            # the targets are there as approved: does the cause the remedy rests on still hold?
+            self._renew(hold, "re-check of the cause")
+            now, fresh = self._diagnose_now(view, hold, patcher)
+            present = [obj for obj in live if obj is not None]
+            reasons = planning.cause_reasons(remedy, present, now, fresh, then=self._requested_from(view))
+            recheck = _recheck(fresh, still=not reasons)
+        if not reasons:
+            reasons = planning.stale_reasons(remedy, live)
         if reasons:
-            return self._finish(view, execution_id, RequestStatus.STALE, "; ".join(reasons), reasons=reasons)
+            return self._finish(view, execution_id, RequestStatus.STALE, "; ".join(reasons), reasons=reasons, **recheck)
         checked = [obj for obj in live if obj is not None]
         with self.db.unit_of_work() as uow:
             self._renew(hold, "backup", uow)
@@ -241,16 +262,26 @@ class Executor:
             results=done,
         )
 
-    def _evidence_now(self, view: RequestView, hold: _Hold, patcher: Patcher) -> list[str]:
-        """Force-finalizing needs complete evidence now, not only when it was diagnosed."""
-        options = CollectOptions(deadline=hold.call_timeout(), call_timeout=hold.call_timeout())
+    def _requested_from(self, view: RequestView) -> NamespaceSnapshot | None:
+        """The snapshot of the diagnosis the remedy was requested from, while the database keeps it."""
+        with self.db.unit_of_work() as uow:
+            run = uow.diagnoses.get(view.diagnosis_id)
+        if run is None or run.snapshot is None:
+            return None
+        try:
+            return decompress_snapshot(run.snapshot)
+        except (ValueError, KeyError, TypeError, zlib.error) as e:
+            log.warning("request %s: the snapshot of diagnosis %s cannot be read: %s", view.id, view.diagnosis_id, e)
+            return None
+
+    def _diagnose_now(self, view: RequestView, hold: _Hold, patcher: Patcher) -> tuple[NamespaceSnapshot, Diagnosis]:
+        """The namespace collected and diagnosed again, within the time the hold leaves."""
+        options = CollectOptions(
+            deadline=max(MIN_CALL_TIMEOUT, min(FRESH_EVIDENCE_DEADLINE, hold.time_left())),
+            call_timeout=hold.call_timeout(),
+        )
         snapshot = Collector(patcher.transport, cluster=view.cluster, options=options).collect(view.namespace)
-        diagnosis = diagnose(snapshot)
-        if not diagnosis.complete:
-            gaps = ", ".join(str(g) for g in diagnosis.gaps[:3])
-            doing = kind_of(view.remedy.action).doing.lower()
-            return [f"the evidence is incomplete now ({gaps}), and {doing} needs all of it"]
-        return []
+        return snapshot, diagnose(snapshot)
 
     def _finish(
         self,
@@ -433,6 +464,19 @@ def _seen(before: Sequence[KubeObject], took: Sequence[bool]) -> str:
         f"{ObjectRef.of(obj).display} {'changed as planned' if done else 'unchanged'}"
         for obj, done in zip(before, took, strict=True)
     )
+
+
+def _recheck(fresh: Diagnosis, *, still: bool) -> dict[str, object]:
+    """What the re-check of the cause saw, for the audit trail."""
+    return {
+        "recheck": {
+            "observed_at": fresh.observed_at.isoformat(),
+            "state": fresh.state.value,
+            "cause": fresh.cause.value if fresh.cause else None,
+            "complete": fresh.complete,
+            "still_proposed": still,
+        }
+    }
 
 
 def _ref(obj: KubeObject) -> dict[str, object]:

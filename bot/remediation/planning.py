@@ -14,15 +14,23 @@ from dataclasses import replace
 from typing import Any
 
 from bot.domain.changes import Operation
-from bot.domain.findings import Remedy
+from bot.domain.findings import Diagnosis, NamespaceState, Remedy
 from bot.domain.refs import KubeObject, ObjectRef
-from bot.remediation.kinds._ops import JSON_PATCH, guarded_finalizer_patch, resource_version, spec_finalizers, uid
+from bot.domain.snapshot import NamespaceSnapshot
+from bot.remediation.kinds._ops import (
+    JSON_PATCH,
+    guarded_finalizer_patch,
+    resource_version,
+    spec_finalizers,
+    uid,
+)
+from bot.remediation.kinds.base import Recheck
 from bot.remediation.kinds.registry import RemedyKind, kind_of
 
 __all__ = [
     "JSON_PATCH",
+    "cause_reasons",
     "guarded_finalizer_patch",
-    "needs_fresh_evidence",
     "operations",
     "spec_finalizers",
     "stale_reasons",
@@ -50,29 +58,27 @@ def _paired(remedy: Remedy, live: Sequence[Any]) -> None:
         raise ValueError(f"{len(live)} live object(s) for {len(remedy.targets)} target(s)")
 
 
-def needs_fresh_evidence(remedy: Remedy) -> bool:
-    """Whether the namespace must be diagnosed again, with complete evidence, right before acting."""
-    return _planned(remedy).needs_fresh_evidence
-
-
 # -- stale_reasons ---------------------------------------------------------------------------------
 
 
-def stale_reasons(remedy: Remedy, live: Sequence[KubeObject | None]) -> list[str]:
+def stale_reasons(remedy: Remedy, live: Sequence[KubeObject | None], *, versions: bool = True) -> list[str]:
     """Why the remedy no longer fits the cluster, one plain reason per target that changed since the
     diagnosis ([] when every target is as the diagnosis saw it). `live[i]` is `remedy.targets[i]` as
-    just read, None when it is gone."""
+    just read, None when it is gone. `versions=False` leaves out a changed resourceVersion alone (the
+    cause, re-checked, explains a change better than its version number)."""
     kind = _planned(remedy)
     _paired(remedy, live)
     reasons: list[str] = []
     for ref, obj in zip(remedy.targets, live, strict=True):
-        reason = _stale_reason(kind, remedy, ref, obj)
+        reason = _stale_reason(kind, remedy, ref, obj, versions=versions)
         if reason is not None:
             reasons.append(reason)
     return reasons
 
 
-def _stale_reason(kind: RemedyKind, remedy: Remedy, ref: ObjectRef, obj: KubeObject | None) -> str | None:
+def _stale_reason(
+    kind: RemedyKind, remedy: Remedy, ref: ObjectRef, obj: KubeObject | None, *, versions: bool
+) -> str | None:
     display = ref.display
     if obj is None:
         return f"{display} is gone"
@@ -84,9 +90,42 @@ def _stale_reason(kind: RemedyKind, remedy: Remedy, ref: ObjectRef, obj: KubeObj
     if reason is not None:
         return reason
     version = resource_version(obj)
-    if ref.resource_version and version != ref.resource_version:
+    if versions and ref.resource_version and version != ref.resource_version:
         return f"{display} changed since the diagnosis (resourceVersion {ref.resource_version} → {version})"
     return None
+
+
+# -- cause_reasons ---------------------------------------------------------------------------------
+
+
+def cause_reasons(
+    remedy: Remedy,
+    live: Sequence[KubeObject],
+    now: NamespaceSnapshot,
+    fresh: Diagnosis,
+    then: NamespaceSnapshot | None = None,
+) -> list[str]:
+    """Why the cause the remedy rests on no longer holds, by the namespace collected (`now`) and
+    diagnosed (`fresh`) right before acting ([] when it still does): the namespace still terminating,
+    the evidence complete for a kind that needs it, and each target's cause as its kind reads it.
+    `live` are the targets as just read, all present (check `stale_reasons` first); `then` is the
+    snapshot the remedy was requested from, when it is still kept."""
+    kind = _planned(remedy)
+    _paired(remedy, live)
+    if fresh.state is NamespaceState.NOT_FOUND:
+        return [f"namespace {fresh.namespace} is gone now: nothing was changed"]
+    if fresh.state is NamespaceState.ACTIVE:
+        return [f"namespace {fresh.namespace} is no longer being deleted: nothing was changed"]
+    if kind.needs_fresh_evidence and not fresh.complete:
+        gaps = ", ".join(str(g) for g in fresh.gaps[:3])
+        return [f"the evidence is incomplete now ({gaps}), and {kind.doing.lower()} needs all of it"]
+    reasons = []
+    for ref, obj in zip(remedy.targets, live, strict=True):
+        check = Recheck(remedy=remedy, target=ref, live=obj, now=now, fresh=fresh, then=then)
+        reason = kind.cause_gone(check)
+        if reason is not None:
+            reasons.append(reason)
+    return reasons
 
 
 # -- operations ------------------------------------------------------------------------------------

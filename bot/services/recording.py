@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from bot.domain.findings import Diagnosis, NamespaceState
-from bot.domain.snapshot import NamespaceSnapshot
+from bot.domain.snapshot_codec import compress_snapshot
 from bot.services.diagnosing import DiagnosisResult
 from bot.store.database import Database
 
@@ -20,14 +18,6 @@ class Recorded:
     # the Slack thread the incident already lives in, if any
     slack_channel: str | None = None
     slack_thread_ts: str | None = None
-
-
-def compress_snapshot(snapshot: NamespaceSnapshot) -> bytes:
-    return zlib.compress(json.dumps(snapshot.to_json(), separators=(",", ":"), default=str).encode(), 6)
-
-
-def decompress_snapshot(data: bytes) -> NamespaceSnapshot:
-    return NamespaceSnapshot.from_json(json.loads(zlib.decompress(data)))
 
 
 def record(

@@ -5,14 +5,16 @@ from __future__ import annotations
 import copy
 import json
 import shlex
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from bot.diagnosis import remedies
-from bot.domain.findings import Action, Remedy, Risk
-from bot.domain.refs import KubeObject, ObjectRef
-from bot.remediation.planning import operations, stale_reasons, took_effect
+from bot.domain.findings import Action, Cause, Diagnosis, Finding, Gap, NamespaceState, Remedy, Risk
+from bot.domain.refs import ClusterName, KubeObject, ObjectRef
+from bot.domain.snapshot import NamespaceSnapshot
+from bot.remediation.planning import cause_reasons, operations, stale_reasons, took_effect
 
 DELETED_AT = "2026-11-20T08:00:25Z"
 
@@ -563,3 +565,75 @@ def test_force_delete_of_a_pod_that_keeps_finalizers() -> None:
     assert took_effect(remedy, terminating, terminating) is False  # still the graceful delete
     assert took_effect(remedy, terminating, forced) is True  # grace period forced to 0
     assert took_effect(remedy, forced, forced) is False  # nothing to tell apart
+
+
+# -- cause_reasons: the cause, re-checked on a diagnosis made right before acting -------------------------
+
+
+def _fresh(
+    state: NamespaceState, *findings: Finding, gaps: tuple[Gap, ...] = ()
+) -> tuple[NamespaceSnapshot, Diagnosis]:
+    at = datetime(2026, 11, 20, 9, tzinfo=UTC)
+    snapshot = NamespaceSnapshot(cluster=ClusterName("prod-eu"), namespace="ns", observed_at=at, namespace_object=None)
+    diagnosis = Diagnosis(
+        cluster=ClusterName("prod-eu"),
+        namespace="ns",
+        observed_at=at,
+        state=state,
+        terminating_for_seconds=None,
+        complete=not gaps,
+        gaps=gaps,
+        findings=findings,
+    )
+    return snapshot, diagnosis
+
+
+def _proposing(remedy: Remedy) -> Finding:
+    return Finding(
+        cause=Cause.UNKNOWN, blocking=True, summary="still there", objects=remedy.targets, remedies=(remedy,)
+    )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_cause_holds_while_a_fresh_diagnosis_still_proposes_the_remedy(case: str) -> None:
+    remedy, live = CASES[case]
+    now, fresh = _fresh(NamespaceState.TERMINATING, _proposing(remedy))
+    assert cause_reasons(remedy, [live], now, fresh) == []
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_cause_is_gone_when_a_fresh_diagnosis_no_longer_proposes_it(case: str) -> None:
+    remedy, live = CASES[case]
+    [reason] = cause_reasons(remedy, [live], *_fresh(NamespaceState.TERMINATING))
+    assert "a diagnosis made now finds nothing that blocks the namespace: " in reason
+    left = f"{remedy.finalizer} was left on" if remedy.finalizer else "was left alone"
+    assert left in reason, reason
+    # the same remedy for another finalizer, or another action on the target, is not this remedy
+    other = Remedy(
+        action=Action.DELETE_APISERVICE if remedy.action is not Action.DELETE_APISERVICE else Action.FORCE_DELETE_POD,
+        description="x",
+        risk=Risk.LOW,
+        targets=remedy.targets,
+    )
+    assert len(cause_reasons(remedy, [live], *_fresh(NamespaceState.TERMINATING, _proposing(other)))) == 1
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_namespace_gone_or_no_longer_terminating_ends_every_remedy(case: str) -> None:
+    remedy, live = CASES[case]
+    assert cause_reasons(remedy, [live], *_fresh(NamespaceState.NOT_FOUND)) == [
+        "namespace ns is gone now: nothing was changed"
+    ]
+    assert cause_reasons(remedy, [live], *_fresh(NamespaceState.ACTIVE)) == [
+        "namespace ns is no longer being deleted: nothing was changed"
+    ]
+
+
+def test_force_finalizing_needs_the_fresh_evidence_complete() -> None:
+    remedy, live = CASES["force_finalize_namespace"]
+    gap = Gap(what="list kialis.kiali.io/v1alpha1 in ns", reason="timeout")
+    [reason] = cause_reasons(remedy, [live], *_fresh(NamespaceState.TERMINATING, _proposing(remedy), gaps=(gap,)))
+    assert reason.startswith("the evidence is incomplete now (list kialis.kiali.io/v1alpha1 in ns: timeout)")
+    # any other kind goes on incomplete evidence as long as the remedy is still proposed
+    remedy, live = CASES["remove_finalizer"]
+    assert cause_reasons(remedy, [live], *_fresh(NamespaceState.TERMINATING, _proposing(remedy), gaps=(gap,))) == []

@@ -14,8 +14,9 @@ import shlex
 from typing import Any
 
 from bot.domain.changes import Operation, object_path
-from bot.domain.findings import Remedy
+from bot.domain.findings import Diagnosis, Finding, Remedy
 from bot.domain.refs import KubeObject, ObjectRef, finalizers_of, meta
+from bot.remediation.kinds.base import Recheck
 
 JSON_PATCH = "application/json-patch+json"
 
@@ -44,6 +45,69 @@ def resource_version(obj: KubeObject) -> str | None:
 def nothing_else_to_recheck(remedy: Remedy, ref: ObjectRef, obj: KubeObject) -> str | None:
     """For a kind whose target is stale only when it is gone, re-created or changed (checked for all)."""
     return None
+
+
+# -- the cause, re-checked ------------------------------------------------------------------------
+
+
+def same_object(a: ObjectRef, b: ObjectRef) -> bool:
+    """The same object by group, kind, namespace and name (and uid when both know it)."""
+    if (a.group, a.kind, a.namespace or None, a.name) != (b.group, b.kind, b.namespace or None, b.name):
+        return False
+    return not (a.uid and b.uid and a.uid != b.uid)
+
+
+def finding_naming(fresh: Diagnosis, ref: ObjectRef) -> Finding | None:
+    """The first finding of a diagnosis that names the object among its own."""
+    for finding in fresh.findings:
+        if any(same_object(ref, other) for other in finding.objects):
+            return finding
+    return None
+
+
+def left_alone(remedy: Remedy, ref: ObjectRef) -> str:
+    """What nsstuck did to the target: nothing, in the kind's words."""
+    if remedy.finalizer:
+        return f"{remedy.finalizer} was left on {ref.display}"
+    return f"{ref.display} was left alone"
+
+
+def still_proposed(check: Recheck) -> bool:
+    """The fresh diagnosis proposes the same remedy (action and finalizer) for this target."""
+    remedy = check.remedy
+    return any(
+        same_object(check.target, target)
+        for finding in check.fresh.findings
+        for other in finding.remedies
+        if other.action is remedy.action and other.finalizer == remedy.finalizer
+        for target in other.targets
+    )
+
+
+def no_longer_proposed(check: Recheck) -> str:
+    """Why, in words, when the fresh diagnosis no longer proposes the remedy for the target: the
+    finding that names the target now, or else what holds the namespace now."""
+    fresh, ref = check.fresh, check.target
+    finding = finding_naming(fresh, ref)
+    if finding is not None:
+        now = f"a diagnosis made now says {finding.summary}"
+    else:
+        blocking = [f for f in fresh.findings if f.blocking]
+        if blocking:
+            now = (
+                f"a diagnosis made now no longer finds that {ref.display} holds the namespace "
+                f"(it finds {blocking[0].cause.value}: {blocking[0].summary})"
+            )
+        else:
+            now = "a diagnosis made now finds nothing that blocks the namespace"
+    if not fresh.complete:
+        now += f" (with {len(fresh.gaps)} piece(s) of evidence missing)"
+    return f"{now}: {left_alone(check.remedy, ref)}"
+
+
+def unless_proposed(check: Recheck) -> str | None:
+    """A kind's `cause_gone` when the fresh diagnosis alone tells whether the cause holds."""
+    return None if still_proposed(check) else no_longer_proposed(check)
 
 
 def deletion_started(before: KubeObject, now: KubeObject) -> bool:

@@ -3,16 +3,27 @@ checked as DeleteOptions preconditions."""
 
 from __future__ import annotations
 
+from bot.diagnosis.reading import node_ready_state
 from bot.domain.access import Rule
 from bot.domain.changes import Operation
 from bot.domain.findings import Action, Remedy
-from bot.domain.refs import KubeObject, ObjectRef, meta
+from bot.domain.refs import KubeObject, ObjectRef, meta, name_of
 from bot.remediation.kinds import _ops
-from bot.remediation.kinds.base import RemedyKind
+from bot.remediation.kinds.base import Recheck, RemedyKind
 
 
 def _operation(remedy: Remedy, target: ObjectRef, obj: KubeObject) -> Operation:
     return _ops.delete(target, force=True)
+
+
+def _cause_gone(check: Recheck) -> str | None:
+    if _ops.still_proposed(check):
+        return None
+    node = str((check.live.get("spec") or {}).get("nodeName") or "")
+    if node and node in check.now.nodes and node_ready_state(check.now.nodes[node])[0]:
+        pod = name_of(check.live)
+        return f"node {node} is Ready again, so its kubelet can finish deleting pod {pod}: it was left alone"
+    return _ops.no_longer_proposed(check)
 
 
 def _took_effect(remedy: Remedy, before: KubeObject, now: KubeObject) -> bool:
@@ -30,6 +41,8 @@ KIND = RemedyKind(
     min_approvals=1,
     needs_finalizer=False,
     needs_complete_diagnosis=False,
+    rests_on="the pod's node still cannot confirm its deletion (NotReady or gone)",
+    cause_gone=_cause_gone,
     needs_fresh_evidence=False,
     stale_reason=_ops.nothing_else_to_recheck,
     operation=_operation,
