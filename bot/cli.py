@@ -152,6 +152,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         metrics=metrics,
         outage_seconds=settings.db_outage_seconds,
         workers=workers,
+        queue_limit=settings.diagnosis_queue,
     )
     remediation = Remediation(db, config=config, settings=settings, clusters=clusters, notifier=slack)
     door = create_app(

@@ -554,6 +554,19 @@ class Settings(BaseSettings):
     # for dead and replaced (a connection cut without a close frame is noticed only this way)
     socket_ping_seconds: float = Field(default=2.0, ge=0.2, le=60, validation_alias="NSSTUCK_SOCKET_PING_SECONDS")
     socket_stale_seconds: float = Field(default=6.0, ge=0.5, le=600, validation_alias="NSSTUCK_SOCKET_STALE_SECONDS")
+    # slash commands one user, and one channel, may send a minute (token buckets, per replica); a caller
+    # over the limit is told so, only them
+    user_commands_per_minute: int = Field(
+        default=20, ge=1, le=100_000, validation_alias="NSSTUCK_USER_COMMANDS_PER_MINUTE"
+    )
+    channel_commands_per_minute: int = Field(
+        default=60, ge=1, le=100_000, validation_alias="NSSTUCK_CHANNEL_COMMANDS_PER_MINUTE"
+    )
+    # diagnoses waiting for a worker; one more is refused with "try again shortly" instead of waiting
+    diagnosis_queue: int = Field(default=100, ge=1, le=100_000, validation_alias="NSSTUCK_DIAGNOSIS_QUEUE")
+    # HTTP mode: seconds an idle connection stays open, and connections open at once (waitress)
+    http_idle_seconds: float = Field(default=30.0, ge=1, le=3600, validation_alias="NSSTUCK_HTTP_IDLE_SECONDS")
+    http_connection_limit: int = Field(default=100, ge=1, le=10_000, validation_alias="NSSTUCK_HTTP_CONNECTION_LIMIT")
 
     @classmethod
     def settings_customise_sources(

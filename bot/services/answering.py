@@ -5,17 +5,23 @@ The door acknowledges at once and submits the work here: diagnoses run on a pool
 must not queue behind CPU-bound work for the interpreter lock. A recorded run is published from
 another pool (`posting`): its posts wait for Slack's pace, and a diagnosis worker that waited with
 them would leave the next commands queued.
+
+Work is bounded: while a diagnosis of a cluster's namespace is queued or running, another ask for the
+same namespace joins it (one collection; each asker's run is recorded from its result and posted
+where they asked, in the incident's thread), and no more than `queue_limit` diagnoses wait for a
+worker: one more is refused (`DiagnosisQueueFull`) and the asker told to try again shortly.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from bot.domain.refs import ClusterName
-from bot.errors import NsstuckError, StoreUnavailableError
+from bot.errors import NsstuckError, StoreUnavailableError, TemporaryError
 from bot.services.diagnosing import Diagnoser, DiagnosisResult
 from bot.services.metrics import Metrics
 from bot.services.outbox import Outbox
@@ -33,6 +39,10 @@ class Asker(Protocol):
     def could_not_save(self, namespace: str) -> None: ...
 
 
+class DiagnosisQueueFull(TemporaryError):
+    """As many diagnoses as allowed are waiting for a worker already."""
+
+
 class Answering:
     def __init__(
         self,
@@ -43,32 +53,86 @@ class Answering:
         metrics: Metrics,
         outage_seconds: float,
         workers: int = 4,
+        queue_limit: int = 100,
     ) -> None:
         self.db = db
         self.diagnose = diagnose
         self.outbox = outbox
         self.metrics = metrics
         self.outage_seconds = outage_seconds
+        self.queue_limit = queue_limit
         self.work = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
         self.posting = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-post")
+        self._lock = threading.Lock()
+        self._waiting = 0
+        # (cluster, namespace) -> the result of the diagnosis queued or running for it
+        self._inflight: dict[tuple[str, str], Future[DiagnosisResult]] = {}
 
     def submit(self, cluster: ClusterName, namespace: str, *, channel: str, user: str, asker: Asker) -> Future[None]:
-        return self.work.submit(self.answer, cluster, namespace, channel=channel, user=user, asker=asker)
+        """Diagnose for this asker: a new diagnosis, or the one already queued or running for the same
+        namespace. Raises DiagnosisQueueFull when a new one would wait behind `queue_limit` others."""
+        key = (str(cluster), namespace)
+        done: Future[None] = Future()
+        with self._lock:
+            shared = self._inflight.get(key)
+            if shared is None:
+                if self._waiting >= self.queue_limit:
+                    raise DiagnosisQueueFull(f"{self._waiting} diagnoses are waiting already; try again in a minute")
+                shared = Future()
+                self._inflight[key] = shared
+                self._waiting += 1
+                self.work.submit(self._collect, key, shared)
+            else:
+                self.metrics.diagnoses_shared.inc()
 
-    def answer(self, cluster: ClusterName, namespace: str, *, channel: str, user: str, asker: Asker) -> None:
-        with self.metrics.diagnosis_seconds.time():
+        def answer(result: Future[DiagnosisResult]) -> None:
             try:
-                result = self.diagnose(cluster, namespace)
-            except NsstuckError as e:  # unreachable, refused, or a kubeconfig that cannot work
-                self.metrics.diagnoses.labels(state="error", cause="").inc()
-                asker.could_not_diagnose(cluster, namespace, e)
-                return
+                self._answer(result, cluster, namespace, channel=channel, user=user, asker=asker)
+                done.set_result(None)
+            except BaseException as e:
+                done.set_exception(e)
+                raise
+
+        shared.add_done_callback(lambda result: self.posting.submit(answer, result))
+        return done
+
+    def _collect(self, key: tuple[str, str], shared: Future[DiagnosisResult]) -> None:
+        with self._lock:
+            self._waiting -= 1
+        try:
+            with self.metrics.diagnosis_seconds.time():
+                shared.set_result(self.diagnose(ClusterName(key[0]), key[1]))
+        except NsstuckError as e:  # unreachable, refused, or a kubeconfig that cannot work
+            shared.set_exception(e)
+        except BaseException as e:
+            shared.set_exception(e)
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+
+    def _answer(
+        self,
+        shared: Future[DiagnosisResult],
+        cluster: ClusterName,
+        namespace: str,
+        *,
+        channel: str,
+        user: str,
+        asker: Asker,
+    ) -> None:
+        try:
+            result = shared.result()
+        except NsstuckError as e:
+            self.metrics.diagnoses.labels(state="error", cause="").inc()
+            asker.could_not_diagnose(cluster, namespace, e)
+            return
         diagnosis = result.diagnosis
         self.metrics.diagnoses.labels(state=diagnosis.state.value, cause=diagnosis.cause or "").inc()
         # committed first: if Slack is down now, the outbox job posts it when Slack answers again
         recorded = self.record_durably(result, user=user, channel=channel, asker=asker)
         if recorded is not None:
-            self.posting.submit(self.outbox.deliver, recorded.run_id)
+            self.outbox.deliver(recorded.run_id)
 
     def record_durably(self, result: DiagnosisResult, *, user: str, channel: str, asker: Asker) -> Recorded | None:
         """Record an acknowledged diagnosis, waiting out a database outage (a restart, a fail-over) for up

@@ -20,6 +20,17 @@ class Metrics:
             "nsstuck_diagnosis_seconds", "Time to collect and diagnose a namespace", registry=self.registry,
             buckets=(0.25, 0.5, 1, 2, 5, 10, 20, 60),
         )  # fmt: skip
+        self.commands_refused = Counter(
+            "nsstuck_slash_commands_refused_total",
+            "Slash commands refused before any work, by reason (user_rate, channel_rate, queue_full)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.diagnoses_shared = Counter(
+            "nsstuck_diagnoses_shared_total",
+            "Asks answered from a diagnosis of the same namespace already queued or running",
+            registry=self.registry,
+        )
         self.posts = Counter("nsstuck_slack_posts_total", "Slack posts, by result", ["result"], registry=self.registry)
         self.socket_connected = Gauge(
             "nsstuck_socket_mode_connected", "1 when the Socket Mode connection is up", registry=self.registry

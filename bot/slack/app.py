@@ -15,6 +15,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.errors import ConfigError, NsstuckError
 from bot.services.answering import Answering
+from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
 from bot.services.remediating import Remediation
 from bot.settings import AppConfig, Settings
@@ -76,7 +77,10 @@ def create_app(
         raise NsstuckError(f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}") from None
     except OSError as e:
         raise NsstuckError(f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}") from None
-    CommandListener(config=config, db=db, metrics=metrics, answering=answering).register(app)
+    limits = CommandLimits(
+        user_per_minute=settings.user_commands_per_minute, channel_per_minute=settings.channel_commands_per_minute
+    )
+    CommandListener(config=config, db=db, metrics=metrics, answering=answering, limits=limits).register(app)
     EventListener(db=db, slack=slack).register(app)
     ActionListener(remediation=remediation, slack=slack, directory=GroupDirectory(slack.client)).register(app)
     app.error(_on_error)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from types import FrameType
 from typing import Any
@@ -19,6 +21,7 @@ from slack_bolt.request import BoltRequest
 from slack_bolt.request.internals import build_context, extract_content_type, parse_body
 from slack_sdk.socket_mode.response import SocketModeResponse
 from waitress import wasyncore
+from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
 from bot.slack import shapes
@@ -31,6 +34,64 @@ MAX_BODY = 1 << 20
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
             413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+
+
+# after refusing a request whose body it did not read (413 from Content-Length), the connection is kept
+# half-open this long, at most, discarding up to this much of what the client still sends, so that a
+# client still sending its body can finish and read the answer (closing at once would make the kernel
+# reset the connection, and the 413 would be lost with it)
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 32 * MAX_BODY
+
+
+class _RefusingChannel(HTTPChannel):  # type: ignore[misc]
+    """waitress's channel, closing a connection whose request it refused unread with a lingering close:
+    its side shut down for writing once the answer is out, then what the client still sends read and
+    dropped (never kept) until the client closes, LINGER_BYTES or LINGER_SECONDS."""
+
+    refused_unread = False
+    linger_until: float | None = None
+    drained = 0
+
+    def received(self, data: bytes) -> bool:
+        taken = bool(super().received(data))
+        if any(getattr(r, "error", None) is not None for r in self.requests):
+            self.refused_unread = True
+        return taken
+
+    def handle_close(self) -> None:
+        if self.refused_unread and self.linger_until is None and self.connected:
+            try:
+                self.socket.shutdown(socket.SHUT_WR)
+            except OSError:
+                super().handle_close()
+                return
+            self.linger_until = time.monotonic() + LINGER_SECONDS
+            self.will_close = False
+            self.close_when_flushed = False
+            return
+        super().handle_close()
+
+    def readable(self) -> bool:
+        return True if self.linger_until is not None else bool(super().readable())
+
+    def writable(self) -> bool:
+        # while lingering, only the server's idle maintenance (will_close) wakes it for writing: to close it
+        return bool(self.will_close) if self.linger_until is not None else bool(super().writable())
+
+    def handle_read(self) -> None:
+        if self.linger_until is None:
+            super().handle_read()
+            return
+        try:
+            data = self.recv(64 * 1024)
+        except OSError:
+            data = b""
+        self.drained += len(data)
+        # (recv closed the channel already when the client closed its side)
+        done = not data or self.drained > LINGER_BYTES or time.monotonic() > self.linger_until
+        if done and self.connected:
+            super().handle_close()
 
 
 class MalformedRequest(ValueError):
@@ -234,9 +295,20 @@ def serve(
         bot.metrics.socket_connected.set(1 if connected else 0)
         return connected
 
+    settings = bot.settings
     server = create_server(
-        Web(bot, ready=ready, socket_mode=handler is not None), host=host, port=port, threads=threads
+        Web(bot, ready=ready, socket_mode=handler is not None),
+        host=host,
+        port=port,
+        threads=threads,
+        # a body larger than any Slack payload is answered 413 from its Content-Length, before it is
+        # read (waitress refuses at max_request_body_size and more; its default buffers 1 GiB to /tmp)
+        max_request_body_size=MAX_BODY + 1,
+        channel_timeout=max(1, int(settings.http_idle_seconds)),
+        cleanup_interval=max(1, min(30, int(settings.http_idle_seconds / 2))),
+        connection_limit=settings.http_connection_limit,
     )
+    server.channel_class = _RefusingChannel
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -102,6 +102,10 @@ def serve_process(
             "NSSTUCK_SLACK_API_URL": slack_emulator.api_url,
             "SLACK_BOT_TOKEN": slack_emulator.bot_token,
             "SLACK_SIGNING_SECRET": slack_emulator.signing_secret,
+            # tests send bursts from one user on purpose; the limits are tested where they are the point
+            # (tests/hostile/test_bounded_work.py sets its own)
+            "NSSTUCK_USER_COMMANDS_PER_MINUTE": "100000",
+            "NSSTUCK_CHANNEL_COMMANDS_PER_MINUTE": "100000",
         }
     )
     if socket_mode:

@@ -13,8 +13,9 @@ from slack_bolt import Ack, App, Respond
 
 from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
-from bot.services.answering import Answering
+from bot.services.answering import Answering, DiagnosisQueueFull
 from bot.services.history import history
+from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
 from bot.settings import AppConfig
 from bot.slack import history_blocks, parsing
@@ -39,11 +40,14 @@ class _Asker:
 
 
 class CommandListener:
-    def __init__(self, *, config: AppConfig, db: Database, metrics: Metrics, answering: Answering) -> None:
+    def __init__(
+        self, *, config: AppConfig, db: Database, metrics: Metrics, answering: Answering, limits: CommandLimits
+    ) -> None:
         self.config = config
         self.db = db
         self.metrics = metrics
         self.answering = answering
+        self.limits = limits
 
     def register(self, app: App) -> None:
         app.command("/nsstuck")(self.on_command)
@@ -53,6 +57,13 @@ class CommandListener:
         parsed = parsing.parse(str(command.get("text") or ""), config.cluster_names)
         kind = type(parsed).__name__.lower()
         self.metrics.commands.labels(kind=kind).inc()
+        user = str(command.get("user_id") or "")
+        over = self.limits.refusal(user, str(command.get("channel_id") or ""))
+        if over is not None:
+            self.metrics.commands_refused.labels(reason=f"{over}_rate").inc()
+            who = "you have" if over == "user" else "this channel has"
+            ack(text=f"Slow down: {who} sent more `/nsstuck` commands this minute than allowed. Try again shortly.")
+            return
         if isinstance(parsed, parsing.Invalid):
             ack(text=parsed.message)
             return
@@ -78,9 +89,15 @@ class CommandListener:
         if cluster.channels and channel not in cluster.channels:
             ack(text=f"Cluster {code(cluster.name)} cannot be diagnosed from this channel.")
             return
+        try:
+            self.answering.submit(
+                cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond)
+            )
+        except DiagnosisQueueFull:
+            self.metrics.commands_refused.labels(reason="queue_full").inc()
+            ack(text="Too many diagnoses are waiting right now; try again in a minute.")
+            return
         ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
-        user = str(command.get("user_id") or "")
-        self.answering.submit(cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond))
 
     def _clusters_text(self, channel: str) -> str:
         clusters = self.config.clusters
