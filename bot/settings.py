@@ -511,6 +511,11 @@ class Settings(BaseSettings):
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
+    # the Slack app's id (A…); requests for any other app are refused. Unset: asked of Slack at start-up
+    # (auth.test, then bots.info for the bot's app)
+    slack_app_id: str | None = Field(
+        default=None, pattern=r"^A[A-Z0-9]{2,30}$", validation_alias="NSSTUCK_SLACK_APP_ID"
+    )
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="NSSTUCK_SLACK_API_URL")
     http_port: int = Field(default=3000, ge=1, le=65535, validation_alias="NSSTUCK_HTTP_PORT")
     # seconds between two posts to one channel (Slack allows about one per second)

@@ -19,6 +19,7 @@ from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
 from bot.services.remediating import Remediation
 from bot.settings import AppConfig, Settings
+from bot.slack import installation
 from bot.slack.directory import GroupDirectory
 from bot.slack.listeners.actions import ActionListener
 from bot.slack.listeners.commands import CommandListener
@@ -77,6 +78,12 @@ def create_app(
         raise NsstuckError(f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}") from None
     except OSError as e:
         raise NsstuckError(f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}") from None
+    try:
+        ours = installation.discover(slack.client, settings.slack_app_id)
+    except OSError as e:
+        raise NsstuckError(f"cannot reach the Slack API at {settings.slack_api_url}: {e.__class__.__name__}") from None
+    log.info("serving app %s of %s", ours.app_id, ours.enterprise_id if ours.org_wide else ours.team_id)
+    app.use(installation.middleware(ours))
     limits = CommandLimits(
         user_per_minute=settings.user_commands_per_minute, channel_per_minute=settings.channel_commands_per_minute
     )

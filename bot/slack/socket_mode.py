@@ -31,6 +31,7 @@ from slack_bolt.adapter.socket_mode.internals import run_bolt_app, send_response
 from slack_sdk.socket_mode.builtin import SocketModeClient
 from slack_sdk.socket_mode.builtin.connection import Connection, ConnectionState
 from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 
 log = logging.getLogger(__name__)
 
@@ -174,4 +175,8 @@ class SocketModeHandler(BaseSocketModeHandler):
     def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         started = time.time()
         response = run_bolt_app(self.app, req)
+        if response.status != 200:
+            # refused (another app or workspace) or unhandled: acknowledged bare, or Slack would send it again
+            client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+            return
         send_response(client, req, response, started)

@@ -114,10 +114,30 @@ def auth_test(st: State, call: Call) -> Reply:
         team_id=ident.team_id,
         user_id=ident.bot_user_id,
         bot_id=ident.bot_id,
-        is_enterprise_install=False,
+        is_enterprise_install=ident.is_enterprise_install,
+        **({"enterprise_id": ident.enterprise_id} if ident.enterprise_id else {}),
     )
     reply.headers["x-oauth-scopes"] = ",".join(ident.scopes)
     return reply
+
+
+@method("bots.info")
+def bots_info(st: State, call: Call) -> Reply:
+    """Our own bot only (the emulator knows no other app); `bot_not_found` for any other id."""
+    ident = st.identity
+    if (_str(call.params, "bot") or "") != ident.bot_id:
+        raise SlackError("bot_not_found")
+    return ok(
+        bot={
+            "id": ident.bot_id,
+            "deleted": False,
+            "name": ident.bot_name,
+            "updated": 1_700_000_000,
+            "app_id": ident.app_id,
+            "user_id": ident.bot_user_id,
+            "icons": {},
+        }
+    )
 
 
 @method("apps.connections.open")

@@ -38,6 +38,9 @@ class Identity:
     bot_user_id: str = "U0BOT"
     bot_name: str = "nsstuck"
     verification_token: str = "emulator-verification-token"
+    # Enterprise Grid: the organisation, and whether the app is installed organisation-wide
+    enterprise_id: str | None = None
+    is_enterprise_install: bool = False
     scopes: tuple[str, ...] = (
         "chat:write",
         "commands",
