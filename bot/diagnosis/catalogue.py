@@ -1,95 +1,81 @@
 """Who removes which finalizer, and how to recognise that controller among the cluster's workloads.
 
-A catalogue of well-known finalizers (reference §6), then heuristics for the rest: a finalizer is
-usually named after its controller's domain (`kiali.io/finalizer`), and that domain is usually the
-group of the custom resource it sits on and a word in the controller's name or image.
+A catalogue of well-known finalizers (`catalogue_data`, reference §6; the model in `catalogue_model`),
+then heuristics for the rest: a finalizer is usually named after its controller's domain
+(`kiali.io/finalizer`), and that domain is usually the group of the custom resource it sits on and a
+word in the controller's name or image.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from bot.diagnosis.catalogue_data import ENTRIES, PROJECTS_WITHOUT_FINALIZERS
+from bot.diagnosis.catalogue_model import (
+    STANDARD_FINALIZERS,
+    CatalogueEntry,
+    Lease,
+    Owner,
+    RunsIn,
+    Runtime,
+    Workload,
+)
 from bot.domain.refs import KubeObject, meta, name_of
 
-
-@dataclass(frozen=True)
-class Owner:
-    """The controller expected to remove a finalizer."""
-
-    name: str  # for people: "Kiali operator"
-    # words that identify its workloads (matched against names, labels, images); empty: built in
-    markers: tuple[str, ...] = ()
-    # part of the control plane (kube-controller-manager, the API server): assumed to be running
-    builtin: bool = False
-    handled_by_rule: str | None = None  # another rule family explains it (pvc protection, GC)
-
-
-_BUILTIN = Owner("kube-controller-manager", builtin=True)
+__all__ = [
+    "PROJECTS_WITHOUT_FINALIZERS",
+    "STANDARD_FINALIZERS",
+    "CatalogueEntry",
+    "Lease",
+    "Owner",
+    "RunsIn",
+    "Runtime",
+    "Workload",
+    "domain_words",
+    "entries",
+    "entry",
+    "lookup",
+    "matching_workloads",
+    "owner_for",
+    "resources",
+    "workload_text",
+]
 
 # exact names
-_EXACT: dict[str, Owner] = {
-    "kubernetes.io/pvc-protection": Owner(
-        "the PVC protection controller (kube-controller-manager)", builtin=True, handled_by_rule="pvc_in_use"
-    ),
-    "kubernetes.io/pv-protection": Owner("the PV protection controller (kube-controller-manager)", builtin=True),
-    "orphan": Owner("the garbage collector (kube-controller-manager)", builtin=True, handled_by_rule="gc"),
-    "foregroundDeletion": Owner("the garbage collector (kube-controller-manager)", builtin=True, handled_by_rule="gc"),
-    "batch.kubernetes.io/job-tracking": Owner("the Job controller (kube-controller-manager)", builtin=True),
-    "service.kubernetes.io/load-balancer-cleanup": Owner(
-        "the cloud-controller-manager service controller", markers=("cloud-controller-manager", "ccm")
-    ),
-    "customresourcecleanup.apiextensions.k8s.io": Owner("the API server's CRD finalizer", builtin=True),
-    "resource.kubernetes.io/delete-protection": Owner("the DRA resourceclaim controller", builtin=True),
-    "external-provisioner.volume.kubernetes.io/finalizer": Owner(
-        "the CSI external-provisioner", markers=("csi-provisioner", "external-provisioner")
-    ),
-    "provisioner.storage.kubernetes.io/cloning-protection": Owner(
-        "the CSI external-provisioner", markers=("csi-provisioner", "external-provisioner")
-    ),
-    "kiali.io/finalizer": Owner("the Kiali operator", markers=("kiali-operator", "kiali")),
-    "finalizers.kubesphere.io/namespaces": Owner(
-        "the KubeSphere controller manager", markers=("ks-controller-manager", "kubesphere")
-    ),
-    "controller.cattle.io/namespace-auth": Owner("the Rancher agent", markers=("cattle", "rancher")),
-    "finalizer.acme.cert-manager.io": Owner("cert-manager", markers=("cert-manager",)),
-    "acme.cert-manager.io/finalizer": Owner("cert-manager", markers=("cert-manager",)),
-    "restores.velero.io/external-resources-finalizer": Owner("the Velero server", markers=("velero",)),
-    "finalizers.fluxcd.io": Owner("the Flux controllers", markers=("flux", "fluxcd")),
-    "istio-finalizer.install.istio.io": Owner("the Istio operator", markers=("istio-operator",)),
-    "istio-finalizer.sailoperator.io": Owner("the Sail operator", markers=("sail-operator", "sailoperator")),
-    "in-use.crossplane.io": Owner("Crossplane", markers=("crossplane",)),
-    "composite.apiextensions.crossplane.io": Owner("Crossplane", markers=("crossplane",)),
-    "finalizer.managedresource.crossplane.io": Owner("a Crossplane provider", markers=("crossplane", "provider-")),
-    "cluster.cluster.x-k8s.io": Owner("Cluster API", markers=("capi-controller-manager", "cluster-api")),
-    "cnrm.cloud.google.com/finalizer": Owner("Config Connector", markers=("cnrm", "config-connector")),
-    "cephcluster.ceph.rook.io": Owner("the Rook operator", markers=("rook-ceph-operator", "rook")),
-    "baremetalhost.metal3.io": Owner("the Metal3 baremetal operator", markers=("baremetal-operator", "metal3")),
-    "service.k8s.aws/resources": Owner("the AWS Load Balancer Controller", markers=("aws-load-balancer",)),
-    "ingress.k8s.aws/resources": Owner("the AWS Load Balancer Controller", markers=("aws-load-balancer",)),
-}
+_EXACT_ENTRIES: dict[str, CatalogueEntry] = {e.finalizer: e for e in ENTRIES if not e.prefix}
+_EXACT: dict[str, Owner] = {name: e.owner for name, e in _EXACT_ENTRIES.items()}
 
-# prefixes (the finalizer starts with it)
-_PREFIXES: tuple[tuple[str, Owner], ...] = (
-    (
-        "resources-finalizer.argocd.argoproj.io",
-        Owner("the Argo CD application controller", markers=("argocd",)),
-    ),
-    (
-        "post-delete-finalizer.argocd.argoproj.io",
-        Owner("the Argo CD application controller", markers=("argocd",)),
-    ),
-    (
-        "pre-delete-finalizer.argocd.argoproj.io",
-        Owner("the Argo CD application controller", markers=("argocd",)),
-    ),
-    ("argoproj.io/", Owner("Argo CD", markers=("argocd", "argo"))),
-    ("controller.cattle.io/", Owner("the Rancher agent", markers=("cattle", "rancher"))),
-    ("clusterscoped.controller.cattle.io/", Owner("the Rancher agent", markers=("cattle", "rancher"))),
-    ("wrangler.cattle.io/", Owner("the Rancher agent", markers=("cattle", "rancher"))),
-    ("group.ingress.k8s.aws/", Owner("the AWS Load Balancer Controller", markers=("aws-load-balancer",))),
-    ("gateway.k8s.aws/", Owner("the AWS Load Balancer Controller", markers=("aws-load-balancer",))),
+# prefixes (the finalizer starts with it), longest first so that the most specific family wins
+_PREFIX_ENTRIES: tuple[CatalogueEntry, ...] = tuple(
+    sorted((e for e in ENTRIES if e.prefix), key=lambda e: len(e.finalizer), reverse=True)
 )
+_PREFIXES: tuple[tuple[str, Owner], ...] = tuple((e.finalizer, e.owner) for e in _PREFIX_ENTRIES)
+
+
+def entries() -> tuple[CatalogueEntry, ...]:
+    """Every entry of the catalogue, in the order of `catalogue_data`."""
+    return ENTRIES
+
+
+def entry(finalizer: str) -> CatalogueEntry | None:
+    """The catalogue's entry for a finalizer: its exact name first, else the longest prefix it starts with."""
+    known = _EXACT_ENTRIES.get(finalizer)
+    if known is not None:
+        return known
+    for family in _PREFIX_ENTRIES:
+        if finalizer.startswith(family.finalizer):
+            return family
+    return None
+
+
+def resources() -> tuple[tuple[str, str], ...]:
+    """Every (API group, plural resource) a catalogued finalizer sits on, sorted, each once.
+
+    What the remediation role grants by default; families that also sit on resources no list names in
+    advance (`open_resources`) contribute the ones they list, the rest is for the operator to add.
+    """
+    return tuple(sorted({pair for e in ENTRIES for pair in e.resources}))
+
 
 # words of a domain that say nothing about who owns it
 _GENERIC = {
@@ -100,12 +86,8 @@ _GENERIC = {
 
 def lookup(finalizer: str) -> Owner | None:
     """The catalogue's owner of a finalizer, if it is a well-known one."""
-    if finalizer in _EXACT:
-        return _EXACT[finalizer]
-    for prefix, owner in _PREFIXES:
-        if finalizer.startswith(prefix):
-            return owner
-    return None
+    known = entry(finalizer)
+    return known.owner if known is not None else None
 
 
 def domain_words(finalizer: str, group: str = "") -> tuple[str, ...]:
@@ -124,12 +106,13 @@ def domain_words(finalizer: str, group: str = "") -> tuple[str, ...]:
 
 def owner_for(finalizer: str, group: str = "") -> Owner:
     """The catalogue's owner, or one guessed from the domain (reasoning written by the caller)."""
+    if finalizer == "kubernetes":
+        # only meaningful in a Namespace's spec.finalizers (where the namespace controller removes it, and
+        # the rules never ask); in any object's metadata.finalizers nothing removes it
+        return Owner("nothing (the name 'kubernetes' is only meaningful on a Namespace)")
     known = lookup(finalizer)
     if known is not None:
         return known
-    if "/" not in finalizer and finalizer == "kubernetes":
-        # only meaningful in a Namespace's spec.finalizers; on any other object nothing removes it
-        return Owner("nothing (the name 'kubernetes' is only meaningful on a Namespace)")
     words = domain_words(finalizer, group)
     if words:
         return Owner(f"the controller of {finalizer.split('/', 1)[0] or group}", markers=words)
