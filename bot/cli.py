@@ -302,11 +302,12 @@ def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_audit_verify(args: argparse.Namespace, ctx: Context) -> int:
-    from bot.services.auditing import verify
+    from bot.services.auditing import expected_head, verify
 
+    expect = None if args.expect_head is None else expected_head(args.expect_head)  # before the database
     db = _migrated_database(ctx)
     try:
-        report = verify(db)
+        report = verify(db, expect_head=expect)
     finally:
         db.dispose()
     for line in report.lines():
@@ -507,7 +508,13 @@ def build_parser() -> argparse.ArgumentParser:
         "with seq, at, event, actor, cluster, namespace, request_id, objects, details, prev_hash, hash; "
         "--csv a header and one row per entry, objects and details as compact JSON. An entry's hash is "
         "sha256 of the compact, key-sorted JSON of its other fields, so an export can be re-checked "
-        "anywhere; keep one elsewhere to pin the head. Entries appended while exporting are left out.",
+        "anywhere. Entries appended while exporting are left out; the JSON also says when it was taken "
+        "(exported_at). Keep the hashes outside the database: the chain alone cannot show entries cut "
+        "off its end or a consistent rewrite (its hash has no key), a hash kept elsewhere can. Ship an "
+        "export on a schedule to storage its owners cannot rewrite (for example object storage with a "
+        "retention lock); its head.hash (in CSV the last row's hash) is what `nsstuck audit verify "
+        "--expect-head HASH` checks the chain against later. Each remediation's outcome message in its "
+        "Slack thread is one more copy (audit #SEQ and the first 12 hex digits of that entry's hash).",
     )
     fmt = export.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON document (the default)")
@@ -524,8 +531,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="verify the hash chain and the backups",
         description="Walk the hash chain from the start to the head and report each entry that was "
         "changed, is missing or is out of order, a removed tail and an edited head; check that every "
-        "backup still matches its sha256 and the sha256 the trail recorded. Exit 0 intact, 1 tampered, "
-        "2 when the database is not migrated.",
+        "backup still matches its sha256 and the sha256 the trail recorded. The chain alone cannot show "
+        "entries cut off its end with the head moved back, or a whole chain rewritten (its hash has no "
+        "key): --expect-head checks it against a hash kept elsewhere. Exit 0 intact (and the expected "
+        "entry in the chain), 1 tampered or the expected entry missing or behind a break, 2 on a usage "
+        "error or when the database is not migrated.",
+    )
+    verify.add_argument(
+        "--expect-head",
+        metavar="HASH",
+        help="a hash kept outside the database: an outcome message's in Slack (its 12 hex digits), or an "
+        "export's head.hash; a full hash or a prefix of at least 12 hex digits, any case. The chain must "
+        "hold an entry with it and be unbroken up to it (a prefix that several entries share counts "
+        "as found, and the chain must be unbroken up to the last of them)",
     )
     verify.set_defaults(handler=cmd_audit_verify)
 

@@ -42,7 +42,7 @@ from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 from bot.remediation import planning
 from bot.remediation.requests import RequestView, audit, load, view_of
-from bot.store.audit import SYSTEM_ACTOR
+from bot.store.audit import SYSTEM_ACTOR, Appended
 from bot.store.database import Database, UnitOfWork
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,11 @@ SETTLE_AFTER = max(RECONCILE_GRACE, timedelta(seconds=MAX_CALL_TIMEOUT))
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of a request (its status, reason and verification), to be said in its thread."""
+    """What became of a request (its status, reason and verification), to be said in its thread, with
+    the audit entry that recorded it (written in the same transaction as the request's move)."""
 
     view: RequestView
+    entry: Appended
 
 
 def utcnow() -> datetime:
@@ -308,8 +310,9 @@ class Executor:
             request = uow.requests.get(view.id)
             assert request is not None
             after = view_of(uow, request)
+            entry = None
             if moved:
-                audit(
+                entry = audit(
                     uow,
                     after,
                     status,
@@ -318,10 +321,10 @@ class Executor:
                     reason=reason,
                     **details,
                 )
-        if not moved:
+        if entry is None:
             log.warning("request %s was settled by someone else while it ran (now %s)", view.id, after.status)
             return None
-        return Outcome(after)
+        return Outcome(after, entry)
 
     # -- an executor gone silent ---------------------------------------------------------------
 
@@ -409,8 +412,10 @@ class Executor:
                 took_effect=list(took_effect),
                 reason=reason,
             )
-            audit(uow, after, status, actor=SYSTEM_ACTOR, execution_id=execution_id, reason=reason, reconciled=True)
-        return Outcome(after)
+            entry = audit(
+                uow, after, status, actor=SYSTEM_ACTOR, execution_id=execution_id, reason=reason, reconciled=True
+            )
+        return Outcome(after, entry)
 
     # -- afterwards --------------------------------------------------------------------------
 
@@ -448,8 +453,8 @@ class Executor:
                 request = uow.requests.get(request_id)
                 assert request is not None
                 after = view_of(uow, request)
-                audit(uow, after, "verified", actor=SYSTEM_ACTOR, outcome=verdict)
-            outcomes.append(Outcome(after))
+                entry = audit(uow, after, "verified", actor=SYSTEM_ACTOR, outcome=verdict)
+            outcomes.append(Outcome(after, entry))
         return outcomes
 
 

@@ -21,7 +21,7 @@ from bot.domain.statuses import IncidentStatus, RequestStatus
 from bot.errors import UserError
 from bot.remediation import policy
 from bot.settings import ClusterConfig
-from bot.store.audit import SYSTEM_ACTOR
+from bot.store.audit import SYSTEM_ACTOR, Appended
 from bot.store.database import Database, UnitOfWork
 from bot.store.records import RequestRecord
 
@@ -93,9 +93,9 @@ def load(db: Database, request_id: int) -> RequestView | None:
         return view_of(uow, request) if request is not None else None
 
 
-def audit(uow: UnitOfWork, view: RequestView, event: str, *, actor: str, **details: Any) -> None:
-    """One audit entry about a request, with its cluster, namespace and objects."""
-    uow.audit.append(
+def audit(uow: UnitOfWork, view: RequestView, event: str, *, actor: str, **details: Any) -> Appended:
+    """One audit entry about a request, with its cluster, namespace and objects; the entry written."""
+    return uow.audit.append(
         event,
         actor=actor,
         cluster=view.cluster,
@@ -221,6 +221,7 @@ class Vote:
     view: RequestView | None
     message: str = ""
     execution_id: str | None = None
+    entry: Appended | None = None  # the audit entry this vote wrote (a rejection's, to quote in the thread)
 
 
 def decide(
@@ -269,8 +270,8 @@ def decide(
                 status_reason=f"rejected by <@{user}>",
             )
             view = _reload(uow, request_id)
-            audit(uow, view, "rejected", actor=user)
-            return Vote(VoteKind.REJECTED, view)
+            entry = audit(uow, view, "rejected", actor=user)
+            return Vote(VoteKind.REJECTED, view, entry=entry)
         if not uow.requests.add_vote(request_id, user, "approve", now):
             return Vote(VoteKind.DUPLICATE, view, "You have decided on this request already.")
         approvals = uow.requests.count_approvals(request_id)
@@ -321,9 +322,10 @@ def _closed_message(view: RequestView) -> str:
     }.get(view.status, f"This request is {view.status}.")
 
 
-def expire_due(db: Database, now: datetime) -> list[RequestView]:
-    """Expire every pending request past its time (once across replicas); returns the expired."""
-    expired: list[RequestView] = []
+def expire_due(db: Database, now: datetime) -> list[tuple[RequestView, Appended]]:
+    """Expire every pending request past its time (once across replicas); returns the expired, each
+    with its `expired` audit entry."""
+    expired: list[tuple[RequestView, Appended]] = []
     with db.unit_of_work() as uow:
         due = uow.requests.due_to_expire(now)
     for request_id in due:
@@ -332,8 +334,8 @@ def expire_due(db: Database, now: datetime) -> list[RequestView]:
                 request_id, from_status=RequestStatus.PENDING, to_status=RequestStatus.EXPIRED, decided_at=now
             ):
                 view = _reload(uow, request_id)
-                audit(uow, view, "expired", actor=SYSTEM_ACTOR, expired_at=view.expires_at.isoformat())
-                expired.append(view)
+                entry = audit(uow, view, "expired", actor=SYSTEM_ACTOR, expired_at=view.expires_at.isoformat())
+                expired.append((view, entry))
     return expired
 
 

@@ -4,22 +4,28 @@
 tail, an edited head) and then the backups: each stored object must still match its sha256, and
 that sha256 must be the one the trail's `backed_up` entry recorded (details.backups[].sha256), so an
 object rewritten together with its checksum is noticed too; a recorded backup that is gone is
-reported as missing.
+reported as missing. With `expect_head` (a hash kept outside the database: the one a remediation's
+outcome message in Slack quotes, or an export's head) the chain must also still hold that entry and be
+unbroken up to it, which is what shows a tail cut off with the head moved back, or a consistent
+rewrite: the chain alone cannot (its hash has no key).
 
 `export` streams the trail in seq order, as one JSON document or as CSV, without holding it in
 memory. JSON, schema "nsstuck.audit/v1"::
 
     {"schema": "nsstuck.audit/v1", "head": {"seq": 42, "hash": "9f1c..."},
-     "filters": {"since": null, "request_id": null}, "entries": [
+     "exported_at": "2026-11-21T10:05:00Z", "filters": {"since": null, "request_id": null}, "entries": [
     {"seq": 1, "at": "2026-11-21T10:00:00.000000Z", "event": "requested", "actor": "U0123", "cluster": "prod-eu",
      "namespace": "istio-system", "request_id": 7, "objects": [...], "details": {...},
      "prev_hash": "000...", "hash": "5e2a..."},
     ...
     ]}
 
-`head` is the chain's head when the export began (null if its row is gone); entries appended later
-are not included. Each entry's `hash` is sha256 of the compact, key-sorted JSON (ensure_ascii off)
-of its other fields but `hash`, so anyone can re-check an export, and a later chain against it.
+`head` is the chain's head when the export began (null if its row is gone), `exported_at` when that
+was; entries appended later are not included. Kept where the database's owners cannot rewrite it,
+`head.hash` is what `nsstuck audit verify --expect-head` checks the chain against later (so is any
+entry's `hash`; in CSV, unfiltered, the last row's is the head's). Each entry's `hash` is sha256 of
+the compact, key-sorted JSON (ensure_ascii off) of its other fields but `hash`, so anyone can
+re-check an export, and a later chain against it.
 CSV: a header and one row per entry, the same fields, `objects` and `details` as compact JSON,
 empty cells for nulls.
 """
@@ -29,6 +35,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,7 +44,7 @@ from typing import Any
 import yaml
 
 from bot.errors import UserError
-from bot.store.audit import PAGE_SIZE, AuditRecord
+from bot.store.audit import PAGE_SIZE, SHORT_HASH, AuditRecord, Expected
 from bot.store.backups import SERVER_SET_METADATA, object_sha256, recreatable
 from bot.store.database import Database
 from bot.store.records import BackupRecord, record_of
@@ -67,6 +74,21 @@ _CSV_CHUNK = 64 * 1024
 # verify
 
 
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def expected_head(value: str) -> str:
+    """An --expect-head value: a whole hash (64 hex digits) or a prefix of at least 12, any case;
+    returned in lower case. Anything else is refused (UserError, exit 2)."""
+    if not (SHORT_HASH <= len(value) <= 64 and _HEX.fullmatch(value)):
+        shown = value if len(value) <= 70 else value[:67] + "..."
+        raise UserError(
+            f"--expect-head takes a hash of the audit trail: 64 hex digits, or the first {SHORT_HASH} or more "
+            f"of them (not {shown!r})"
+        )
+    return value.lower()
+
+
 @dataclass(frozen=True)
 class VerifyReport:
     entries: int
@@ -75,27 +97,38 @@ class VerifyReport:
     backups: int
     problems: tuple[str, ...]
     problem_count: int
+    expected: Expected | None = None  # with --expect-head: what became of it (its problem is counted above)
 
     @property
     def intact(self) -> bool:
+        """Nothing wrong, and (with --expect-head) the expected entry is in the chain."""
         return self.problem_count == 0
 
     def lines(self) -> list[str]:
-        """What `nsstuck audit verify` prints: one line when intact, else a heading and one line per problem."""
+        """What `nsstuck audit verify` prints: one line when intact, else a heading and one line per
+        problem; with --expect-head, a last line when the chain reaches the expected entry."""
         if self.intact:
             head = (self.head_hash or "")[:12]
-            return [f"audit trail intact: {_plural(self.head_seq or 0, 'entry', 'entries')}, head {head}"]
-        lines = [f"audit trail TAMPERED: {_plural(self.problem_count, 'problem', 'problems')}"]
-        lines += [f"  {problem}" for problem in self.problems]
-        if self.problem_count > len(self.problems):
-            lines.append(f"  ... and {self.problem_count - len(self.problems)} more")
+            lines = [f"audit trail intact: {_plural(self.head_seq or 0, 'entry', 'entries')}, head {head}"]
+        else:
+            lines = [f"audit trail TAMPERED: {_plural(self.problem_count, 'problem', 'problems')}"]
+            lines += [f"  {problem}" for problem in self.problems]
+            if self.problem_count > len(self.problems):
+                lines.append(f"  ... and {self.problem_count - len(self.problems)} more")
+        found = self.expected
+        if found is not None and found.reached:
+            after = "" if self.intact else "; the problems are after it"
+            lines.append(
+                f"expected entry {found.seq} ({found.shown}) is in the chain, unbroken up to it{after}{found.several}"
+            )
         return lines
 
 
-def verify(db: Database, *, page_size: int = PAGE_SIZE) -> VerifyReport:
-    """Check the hash chain and the backups; read-only."""
+def verify(db: Database, *, page_size: int = PAGE_SIZE, expect_head: str | None = None) -> VerifyReport:
+    """Check the hash chain and the backups, and that the chain holds `expect_head`; read-only."""
+    expect = None if expect_head is None else expected_head(expect_head)
     with db.unit_of_work() as uow:
-        chain = uow.audit.verify(page_size=page_size)
+        chain = uow.audit.verify(page_size=page_size, expect=expect)
         recorded: dict[int, tuple[int, str]] = {}  # backup id -> (seq of its backed_up entry, sha256)
         through = None if chain.head is None else chain.head[0]
         for record in uow.audit.records(event="backed_up", through=through, page_size=page_size):
@@ -129,6 +162,7 @@ def verify(db: Database, *, page_size: int = PAGE_SIZE) -> VerifyReport:
         backups=backups,
         problems=(*chain.problems, *problems),
         problem_count=chain.problem_count + count,
+        expected=chain.expected,
     )
 
 
@@ -176,6 +210,7 @@ def _json_chunks(db: Database, since: datetime | None, request: int | None, page
         preamble = {
             "schema": SCHEMA,
             "head": None if head is None else {"seq": head[0], "hash": head[1]},
+            "exported_at": _iso(datetime.now(UTC)),
             "filters": {"since": None if since is None else _iso(since), "request_id": request},
         }
         # the document is written by hand around the entries so that it streams: `{..., "entries": [`

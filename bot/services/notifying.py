@@ -15,6 +15,7 @@ from bot.remediation.executing import Outcome
 from bot.remediation.requests import RequestView
 from bot.services.digesting import Digest
 from bot.services.recording import PendingPost
+from bot.store.audit import Appended
 
 
 @dataclass(frozen=True)
@@ -75,15 +76,18 @@ class RemediationNotifier(Protocol):
         """Redraw the request's message as the request stands now."""
         ...
 
-    def request_rejected(self, view: RequestView, *, by: str) -> None: ...
+    # Each message about how a request ended quotes the audit entry that recorded it (its seq and
+    # hash): a copy of the chain's hash kept outside the database, for `audit verify --expect-head`.
 
-    def request_expired(self, view: RequestView) -> None: ...
+    def request_rejected(self, view: RequestView, *, by: str, entry: Appended) -> None: ...
+
+    def request_expired(self, view: RequestView, *, entry: Appended) -> None: ...
 
     def outcome(self, outcome: Outcome) -> None:
         """An execution ended (applied, failed, stale), by its executor or by reconciliation."""
         ...
 
-    def verified(self, view: RequestView) -> None:
+    def verified(self, outcome: Outcome) -> None:
         """How the namespace fared after an applied change."""
         ...
 

@@ -138,7 +138,8 @@ class Remediation:
         assert vote.view is not None
         self.notifier.request_changed(vote.view)
         if vote.kind is VoteKind.REJECTED:
-            self.notifier.request_rejected(vote.view, by=user)
+            assert vote.entry is not None
+            self.notifier.request_rejected(vote.view, by=user, entry=vote.entry)
         elif vote.kind is VoteKind.EXECUTE and vote.execution_id is not None:
             self.executions.submit(self.execute, request_id, vote.execution_id)
         return vote
@@ -156,9 +157,9 @@ class Remediation:
 
     def chores(self) -> None:
         """Expire overdue requests, reconcile executions whose executor died, follow applied ones."""
-        for view in expire_due(self.db, self.clock()):
-            self.notifier.request_expired(view)
+        for view, entry in expire_due(self.db, self.clock()):
+            self.notifier.request_expired(view, entry=entry)
         for outcome in self.executor.reconcile():
             self.notifier.outcome(outcome)
         for outcome in self.executor.follow(lambda view: incident_namespace_uid(self.db, view.incident_id)):
-            self.notifier.verified(outcome.view)
+            self.notifier.verified(outcome)

@@ -34,8 +34,9 @@ from bot.slack import blocks
 from bot.slack.digest_posting import post_digest
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
 from bot.slack.posting import Backlog, Post, Poster, message_key, pace_error, retry_after
-from bot.slack.remediation_blocks import outcome_text, request_message, verification_text
+from bot.slack.remediation_blocks import audit_mark, outcome_text, request_message, verification_text
 from bot.slack.text import escape
+from bot.store.audit import Appended
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -234,20 +235,24 @@ class SlackNotifier:
             return
         self._redraw(view, view.channel, view.message_ts).add_done_callback(lambda done: self._redrawn(view, done))
 
-    def request_rejected(self, view: RequestView, *, by: str) -> None:
-        self._say(view, f"Request #{view.id} rejected by <@{escape(by)}>; nothing was changed.")
+    # how a request ended is said with the audit entry that recorded it: "audit #123 · `3f2a9c1b0d4e`"
 
-    def request_expired(self, view: RequestView) -> None:
+    def request_rejected(self, view: RequestView, *, by: str, entry: Appended) -> None:
+        self._say(view, f"Request #{view.id} rejected by <@{escape(by)}>; nothing was changed.", entry)
+
+    def request_expired(self, view: RequestView, *, entry: Appended) -> None:
         self.request_changed(view)
-        self._say(view, f"Remediation request #{view.id} expired without enough approvals; nothing was changed.")
+        text = f"Remediation request #{view.id} expired without enough approvals; nothing was changed."
+        self._say(view, text, entry)
 
     def outcome(self, outcome: Outcome) -> None:
         self.request_changed(outcome.view)
         # the outcome quotes the API server (a webhook's message, say): escaped like all cluster text
-        self._say(outcome.view, f"Remediation #{outcome.view.id}: {escape(outcome_text(outcome.view))}")
+        text = f"Remediation #{outcome.view.id}: {escape(outcome_text(outcome.view))}"
+        self._say(outcome.view, text, outcome.entry)
 
-    def verified(self, view: RequestView) -> None:
-        self._say(view, escape(verification_text(view)))
+    def verified(self, outcome: Outcome) -> None:
+        self._say(outcome.view, escape(verification_text(outcome.view)), outcome.entry)
 
     def _redraw(self, view: RequestView, channel: str, ts: str) -> Future[dict[str, Any]]:
         approvers = self.config.require_cluster(view.cluster).approvers
@@ -269,11 +274,12 @@ class SlackNotifier:
         if view is not None and view.channel and view.message_ts:
             self._redraw(view, view.channel, view.message_ts).result()
 
-    def _say(self, view: RequestView, text: str) -> None:
-        """A line in the request's thread; kept and posted later (once) if Slack fails for longer than
-        the retries."""
+    def _say(self, view: RequestView, text: str, entry: Appended) -> None:
+        """A line in the request's thread, and under it the audit entry it reports; kept and posted
+        later (once) if Slack fails for longer than the retries."""
         if view.channel and view.thread_ts:
-            self.post_kept(view.channel, blocks.ephemeral(text), thread_ts=view.thread_ts)
+            said = f"{text}\n{audit_mark(entry)}"
+            self.post_kept(view.channel, blocks.ephemeral(said), thread_ts=view.thread_ts)
 
 
 class _RunAttempt:

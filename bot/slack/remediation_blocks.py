@@ -12,6 +12,7 @@ from bot.remediation.requests import RequestView
 from bot.slack import ids
 from bot.slack.blocks import Block, Message, risk_label
 from bot.slack.text import clip, code, escape
+from bot.store.audit import Appended
 
 BUTTON_TEXT = 75
 
@@ -102,6 +103,12 @@ def pending_lines(views: Sequence[RequestView]) -> list[str]:
             f"· asked by <@{escape(view.requested_by)}> · {state}"
         )
     return out
+
+
+def audit_mark(entry: Appended) -> str:
+    """The audit entry a message reports, as the thread shows it (mrkdwn): "audit #123 · `3f2a9c1b0d4e`".
+    A copy of the chain's hash outside the database, for `nsstuck audit verify --expect-head`."""
+    return f"audit #{entry.seq} · {code(entry.short)}"
 
 
 def outcome_text(view: RequestView) -> str:

@@ -18,9 +18,12 @@ next run) and reports each break where it happened:
 - a head row (`audit_head`) that the last entry does not match: a removed tail ("the last K entries
   are missing"), an edited head, or entries that lie beyond the head.
 
-The hash is not keyed: someone who can rewrite the tables can rewrite the whole chain and the head
-consistently. What they cannot do is make it agree with a head exported earlier
-(`nsstuck audit export` carries the head), which is why exports are worth keeping elsewhere.
+The hash is not keyed: someone who can rewrite the tables can remove the last entries and move the
+head back, or rewrite the whole chain and the head, consistently, and the chain alone then looks
+intact. What they cannot do is make it agree with a hash kept outside the database (a remediation's
+outcome message in its Slack thread names its entry's seq and hash; `nsstuck audit export` carries
+the head): `verify(expect=...)` checks that the chain still holds an entry with that hash (a prefix
+will do) and is intact up to it. The check rides on the same walk, in constant memory.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from sqlalchemy.orm import Session
 from bot.store.models import AuditEntry, AuditHead, utcnow
 
 GENESIS = "0" * 64
+# the digits of a hash that messages show, and the fewest `verify(expect=...)` is given by the CLI
+SHORT_HASH = 12
 SYSTEM_ACTOR = "nsstuck"
 
 # entries read per statement when walking or exporting the chain
@@ -122,8 +127,14 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Appended:
+    """The entry an `append` wrote: what a message about it quotes (`short` is its hash's first 12 digits)."""
+
     seq: int
     hash: str
+
+    @property
+    def short(self) -> str:
+        return self.hash[:SHORT_HASH]
 
 
 class AuditLog:
@@ -257,8 +268,16 @@ class AuditLog:
         count, low, high = row
         return int(count), None if low is None else int(low), None if high is None else int(high)
 
-    def verify(self, *, page_size: int = PAGE_SIZE, max_problems: int = MAX_PROBLEMS) -> ChainReport:
-        """Walk the chain from GENESIS to the head and report every break (see the module docstring)."""
+    def verify(
+        self, *, page_size: int = PAGE_SIZE, max_problems: int = MAX_PROBLEMS, expect: str | None = None
+    ) -> ChainReport:
+        """Walk the chain from GENESIS to the head and report every break (see the module docstring).
+
+        `expect` (lower-case hex, a whole hash or a prefix of one) is a hash kept elsewhere: the chain
+        must hold an entry whose hash starts with it, and be unbroken up to it; otherwise that is one
+        more problem. When several entries match a prefix, it counts as found, and the last of them
+        is the one the chain must be unbroken up to.
+        """
         head = self.find_head()
         through = None if head is None else head[0]
         problems = _Problems(max_problems)
@@ -266,11 +285,14 @@ class AuditLog:
         prev_seq, prev_hash, prev_sound = 0, GENESIS, True
         last: AuditRecord | None = None
         walked = 0
+        matched: _Matches | None = None if expect is None else _Matches(expect)
         for record in self.records(through=through, page_size=page_size):
             if record.seq < 1:
                 problems.add(record.seq, f"entry {record.seq} is not part of the chain (its seq is below 1)")
                 continue
             walked += 1
+            if matched is not None:
+                matched.see(record)
             sound = record.recomputed_hash() == record.hash
             gap = record.seq > prev_seq + 1
             if gap:
@@ -287,11 +309,14 @@ class AuditLog:
             problems.add(seq, text)
 
         tail: list[str] = []
+        # where the tail's problems are, for an expected entry (a missing head row: after everything)
+        tail_first: int | None = None
         if head is None:
             tail.append("the head row (audit_head) is missing")
         else:
             head_seq, head_hash = head
             if prev_seq < head_seq:
+                tail_first = prev_seq + 1
                 if head_seq - prev_seq == 1:
                     tail.append(f"the last entry is missing ({head_seq}): the head says the chain ends there")
                 else:
@@ -300,6 +325,7 @@ class AuditLog:
                         f"the head says the chain ends at entry {head_seq}"
                     )
             elif (last.hash if last is not None else GENESIS) != head_hash:
+                tail_first = head_seq
                 tail.append(
                     f"the head row does not match entry {head_seq} (head hash {head_hash[:12]}, entry hash "
                     f"{(last.hash if last is not None else GENESIS)[:12]}): one of them was changed"
@@ -309,15 +335,23 @@ class AuditLog:
                 now = self.find_head()
                 if now is None or now[0] < high:  # not entries appended while we walked
                     where = f"seq {low}" if low == high else f"seq {low}-{high}"
+                    tail_first = tail_first if tail_first is not None else low
                     tail.append(
                         f"{count} {'entry lies' if count == 1 else 'entries lie'} beyond the head ({where}, "
                         f"the head says {head_seq}): the head row was changed, or entries were added behind its back"
                     )
+        expected: Expected | None = None
+        if matched is not None:
+            first_break = min((s for s in (problems.lowest, tail_first) if s is not None), default=None)
+            expected = matched.result(first_break=first_break)
+            if expected.problem is not None:
+                tail.append(expected.problem)
         return ChainReport(
             entries=walked,
             head=head,
             problems=(*problems.sorted(), *tail),
             problem_count=problems.count + len(tail),
+            expected=expected,
         )
 
     def _locate(self, hashes: set[str], page_size: int) -> dict[str, int]:
@@ -403,10 +437,82 @@ class ChainReport:
     head: tuple[int, str] | None
     problems: tuple[str, ...]
     problem_count: int
+    expected: Expected | None = None  # what became of `verify(expect=...)`; its problem is counted above
 
     @property
     def intact(self) -> bool:
         return self.problem_count == 0
+
+
+@dataclass(frozen=True)
+class Expected:
+    """An expected hash (or prefix) looked for along the chain."""
+
+    prefix: str
+    seq: int | None  # the entry that has it (the last one, when a prefix matches several); None: none
+    hash: str | None
+    matches: int  # how many entries of the chain have a hash starting with `prefix`
+    first_match: int | None  # the first of them
+    first_break: int | None  # the seq of the chain's first problem, if any
+
+    @property
+    def reached(self) -> bool:
+        """Found, and nothing wrong up to it (the chain may still be broken after it)."""
+        return self.seq is not None and (self.first_break is None or self.first_break > self.seq)
+
+    @property
+    def shown(self) -> str:
+        return self.prefix[:SHORT_HASH]
+
+    @property
+    def problem(self) -> str | None:
+        """The problem to report, or None when the chain reaches the entry unbroken."""
+        if self.seq is None:
+            return (
+                f"no entry of the chain has the expected hash {self.shown}: entries were removed from its end "
+                "(and the head moved back) or the chain was rewritten, or the hash is not from this trail"
+            )
+        if not self.reached:
+            return (
+                f"the chain is broken at or before the expected entry {self.seq} ({self.shown}): its first "
+                f"problem is at entry {self.first_break}"
+            )
+        return None
+
+    @property
+    def several(self) -> str:
+        """How many entries a prefix matches, when more than one ("" otherwise)."""
+        if self.matches < 2:
+            return ""
+        return (
+            f" (its prefix matches {self.matches} entries, from entry {self.first_match}; more digits tell them apart)"
+        )
+
+
+@dataclass
+class _Matches:
+    """The entries of a walk whose hash starts with a prefix: counted, the first and the last kept."""
+
+    prefix: str
+    count: int = 0
+    first: int | None = None
+    last: AuditRecord | None = None
+
+    def see(self, record: AuditRecord) -> None:
+        if record.hash.lower().startswith(self.prefix):
+            self.count += 1
+            self.first = record.seq if self.first is None else self.first
+            self.last = record
+
+    def result(self, *, first_break: int | None) -> Expected:
+        return Expected(
+            prefix=self.prefix,
+            seq=None if self.last is None else self.last.seq,
+            hash=None if self.last is None else self.last.hash,
+            matches=self.count,
+            first_match=self.first,
+            first_break=first_break,
+        )
 
 
 @dataclass(frozen=True)
@@ -421,10 +527,12 @@ class _Problems:
 
     limit: int
     count: int = 0
+    lowest: int | None = None  # the seq of the first problem
     _heap: list[tuple[int, int, str]] = field(default_factory=list)  # (-seq, -order, text): largest on top
 
     def add(self, seq: int, text: str) -> None:
         self.count += 1
+        self.lowest = seq if self.lowest is None else min(self.lowest, seq)
         item = (-seq, -self.count, text)
         if len(self._heap) < self.limit:
             heapq.heappush(self._heap, item)

@@ -4,6 +4,7 @@ and what the cluster, the thread and the audit trail show afterwards."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, OPS_CHANNEL
 from tests.slack._bot import Running, serve_process
 
 JSON = dict[str, Any]
+# how a thread message quotes the audit entry that recorded what it says
+AUDIT_MARK = re.compile(r"audit #(\d+) · `([0-9a-f]{12})`")
 FAST = {"NSSTUCK_REPOST_SECONDS": "1", "NSSTUCK_FOLLOW_UP_SECONDS": "3600"}
 
 
@@ -152,6 +155,28 @@ class Flow:
     def wait_thread(self, contains: str, timeout: float = 20) -> str:
         self.slack.wait_for(lambda: contains in self.thread_text() or None, timeout=timeout, message=f"no {contains!r}")
         return self.thread_text()
+
+    def audit_mark(self, said: str, timeout: float = 20) -> tuple[int, str]:
+        """The audit entry (seq, the first 12 hex digits of its hash) that the thread message saying
+        `said` quotes ("audit #123 · `3f2a9c1b0d4e`")."""
+
+        def find() -> tuple[int, str] | None:
+            for message in self.slack.thread(OPS_CHANNEL, self.thread_ts()):
+                said_here = str(message.get("text"))
+                found = AUDIT_MARK.search(said_here) if said in said_here else None
+                if found:
+                    return int(found.group(1)), found.group(2)
+            return None
+
+        return self.slack.wait_for(find, timeout=timeout, message=f"no message quoting an audit entry says {said!r}")
+
+    def quoted_entry(self, said: str, request_id: int, event: str) -> tuple[int, str]:
+        """`audit_mark`, checked against the database: the request's `event` entry, with that hash."""
+        seq, short = self.audit_mark(said)
+        [row] = self.query("SELECT event, request_id, hash FROM audit_entries WHERE seq = :seq", seq=seq)
+        assert (row["event"], row["request_id"]) == (event, request_id), (said, row)
+        assert str(row["hash"]).startswith(short), (said, row["hash"], short)
+        return seq, short
 
     def wait_status(self, request_id: int, *statuses: str, timeout: float = 20) -> JSON:
         def settled() -> JSON | None:

@@ -77,7 +77,8 @@ def test_killed_after_execution_started_is_reconciled_as_applied(
         assert row["status"] == "applied"
         assert row["status_reason"].startswith("reconciled with the cluster: the change is in the cluster")
         assert flow.audit(request_id)[-3:] == ["execution_started", "reconciled", "applied"]
-        flow.wait_thread(f"Remediation #{request_id}: Done")
+        # the thread quotes the outcome's own entry (the one after `reconciled`)
+        flow.quoted_entry(f"Remediation #{request_id}: Done", request_id, "applied")
 
 
 def test_killed_before_the_change_is_reconciled_as_failed_with_nothing_changed(

@@ -39,7 +39,7 @@ def test_removing_an_orphaned_finalizer_end_to_end(
         assert flow.vote(request["id"], BOB).status == 200
         row = flow.wait_status(request["id"], "applied", "failed", "stale")
         assert row["status"] == "applied", row["status_reason"]
-        flow.wait_thread(f"Remediation #{request['id']}: Done")
+        flow.quoted_entry(f"Remediation #{request['id']}: Done", request["id"], "applied")
 
         maps = _items(kube_emulator, f"/api/v1/namespaces/{namespace}/configmaps")
         finalizers = [m["metadata"].get("finalizers") for m in maps]
@@ -51,7 +51,7 @@ def test_removing_an_orphaned_finalizer_end_to_end(
 
         # the namespace controller finishes; the bot notices and says so once
         run_for(kube_emulator, 60)
-        flow.wait_thread(f"is gone after remediation #{request['id']}")
+        flow.quoted_entry(f"is gone after remediation #{request['id']}", request["id"], "verified")
         assert flow.audit(request["id"])[-1] == "verified"
         assert flow.wait_status(request["id"], "applied")["verification"] == "gone"
 
@@ -85,7 +85,7 @@ def test_a_reject_ends_the_request_and_later_approvals_are_refused(
         flow.slack.wait_for(lambda: "approved" in flow.audit(request["id"]) or None, timeout=10)
         flow.vote(request["id"], CAROL, approve=False)
         flow.wait_status(request["id"], "rejected")
-        flow.wait_thread("rejected by")
+        flow.quoted_entry("rejected by", request["id"], "rejected")
         assert "Approve" not in slack_emulator.render(flow.request_message(request["id"]))  # no buttons left
         # a click on a stale rendering (or a retried delivery) arrives after the rejection
         assert flow.bot.driver.resend(bobs_click).status == 200

@@ -40,7 +40,7 @@ def test_an_expired_request_cannot_be_approved(
     with remediation_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env) as flow:
         request_id = _filed(flow)
         flow.wait_status(request_id, "expired", timeout=15)
-        flow.wait_thread(f"request #{request_id} expired")
+        flow.quoted_entry(f"request #{request_id} expired", request_id, "expired")
         assert "Approve" not in slack_emulator.render(flow.request_message(request_id))
         before = _the_configmap(kube_emulator)["metadata"]["resourceVersion"]
         flow.bot.driver.interactive(_click(flow, request_id, BOB, "nsstuck_approve"))
@@ -62,6 +62,7 @@ def test_a_target_that_changed_since_the_diagnosis_makes_the_request_stale(
         assert "changed since the diagnosis (resourceVersion" in row["status_reason"]
         text = flow.wait_thread("Not applied: the cluster changed")
         assert "request it from the fresh diagnosis" in text
+        flow.quoted_entry("Not applied: the cluster changed", request_id, "stale")
         assert flow.audit(request_id) == ["requested", "approved", "stale"]
         assert _the_configmap(kube_emulator)["metadata"]["finalizers"] == cm["metadata"]["finalizers"]
         assert flow.query("SELECT id FROM backups") == []  # nothing was about to change, so nothing was kept
@@ -80,6 +81,7 @@ def test_a_webhook_that_denies_stops_the_change_at_the_dry_run(
         assert "the dry run was refused" in row["status_reason"]
         assert 'admission webhook "frozen.policy.example.com" denied the request' in row["status_reason"]
         thread = flow.wait_thread(f"Remediation #{request_id}: Failed: the dry run was refused")
+        flow.quoted_entry(f"Remediation #{request_id}: Failed", request_id, "failed")
         # the webhook's words reach the thread as text: nobody is pinged
         assert "configmaps are frozen <!channel>" not in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
         assert "configmaps are frozen &lt;!channel&gt;" in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))

@@ -289,6 +289,56 @@ def test_a_long_chain_verifies_quickly_a_page_at_a_time(database: Database) -> N
     assert all("LIMIT" in s.upper() for s in log.statements if "count(" not in s.lower())
 
 
+def test_an_expected_head_is_looked_for_on_the_same_paged_walk(database: Database) -> None:
+    bulk_chain(database, 2000)
+    with database.unit_of_work() as uow:
+        wanted = {
+            seq: digest for seq, digest in ((r.seq, r.hash) for r in uow.audit.records()) if seq in (1, 1500, 2000)
+        }
+    log = StatementLog(database, "audit_entries")
+    for seq, digest in wanted.items():
+        log.statements.clear()
+        report = auditing.verify(database, page_size=100, expect_head=digest[:12])
+        assert report.intact, report.lines()
+        assert report.expected is not None
+        assert (report.expected.seq, report.expected.hash, report.expected.matches) == (seq, digest, 1)
+        assert report.lines()[-1] == f"expected entry {seq} ({digest[:12]}) is in the chain, unbroken up to it"
+        # the same walk, a page per statement: no lookup by hash, no unbounded read
+        assert len(log.pages) >= 20
+        assert all("LIMIT" in s.upper() for s in log.statements if "count(" not in s.lower())
+
+
+def test_a_prefix_that_several_entries_share_counts_as_found(database: Database) -> None:
+    append_entries(database, 20)  # 20 hashes, 16 first digits: some first digit is shared
+    with database.unit_of_work() as uow:
+        hashes = {r.seq: r.hash for r in uow.audit.records()}
+    digit = max("0123456789abcdef", key=lambda d: sum(h.startswith(d) for h in hashes.values()))
+    sharing = [seq for seq, h in hashes.items() if h.startswith(digit)]
+    assert len(sharing) >= 2
+    with database.unit_of_work() as uow:
+        chain = uow.audit.verify(expect=digit)
+    assert chain.intact
+    found = chain.expected
+    assert found is not None
+    assert (found.seq, found.first_match, found.matches, found.reached) == (sharing[-1], sharing[0], len(sharing), True)
+    assert found.several == (
+        f" (its prefix matches {len(sharing)} entries, from entry {sharing[0]}; more digits tell them apart)"
+    )
+
+    # the chain must be unbroken up to the last of them
+    with attacker(database.url, "audit_entries") as conn:
+        conn.execute(text("UPDATE audit_entries SET actor = 'U0MALLORY' WHERE seq = :s"), {"s": sharing[-1]})
+    with database.unit_of_work() as uow:
+        chain = uow.audit.verify(expect=digit)
+    assert chain.expected is not None
+    assert not chain.expected.reached
+    assert chain.problems[-1] == (
+        f"the chain is broken at or before the expected entry {sharing[-1]} ({digit}): its first problem is at "
+        f"entry {sharing[-1]}"
+    )
+    assert chain.problem_count == 2
+
+
 def test_breaks_across_page_boundaries_are_found(database: Database) -> None:
     bulk_chain(database, 450)
     with attacker(database.url, "audit_entries") as conn:

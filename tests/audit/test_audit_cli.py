@@ -4,6 +4,7 @@ PostgreSQL: every kind of tampering, done directly in the database, is reported 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
@@ -241,6 +242,141 @@ def test_verify_reports_changed_and_missing_backups(database: Database) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# --expect-head: a hash kept elsewhere
+
+
+def _hashes(database: Database) -> dict[int, str]:
+    with database.unit_of_work() as uow:
+        return {r.seq: r.hash for r in uow.audit.records()}
+
+
+def expect(database: Database, value: str) -> tuple[int, list[str]]:
+    result = nsstuck(database, "audit", "verify", "--expect-head", value)
+    assert result.stderr == ""
+    return result.returncode, result.stdout.splitlines()
+
+
+def test_expect_head_finds_the_entry_in_an_intact_chain(database: Database) -> None:
+    append_entries(database, 10)
+    hashes = _hashes(database)
+
+    assert expect(database, hashes[10]) == (
+        0,
+        [f"audit trail intact: 10 entries, head {hashes[10][:12]}", f"expected entry 10 ({hashes[10][:12]}) "
+         "is in the chain, unbroken up to it"],
+    )  # fmt: skip
+    # a prefix of 12 digits (what the thread shows), in either case; an older entry is fine too
+    code, lines = expect(database, hashes[7][:12].upper())
+    assert code == 0
+    assert lines[1] == f"expected entry 7 ({hashes[7][:12]}) is in the chain, unbroken up to it"
+    code, lines = expect(database, hashes[3][:20])
+    assert (code, lines[1]) == (0, f"expected entry 3 ({hashes[3][:12]}) is in the chain, unbroken up to it")
+
+    elsewhere = hashlib.sha256(b"another trail").hexdigest()
+    assert expect(database, elsewhere) == (
+        1,
+        [
+            "audit trail TAMPERED: 1 problem",
+            f"  no entry of the chain has the expected hash {elsewhere[:12]}: entries were removed from its end "
+            "(and the head moved back) or the chain was rewritten, or the hash is not from this trail",
+        ],
+    )
+
+
+def test_a_cut_tail_with_the_head_moved_back_is_intact_alone_and_caught_by_expect_head(database: Database) -> None:
+    append_entries(database, 10)
+    hashes = _hashes(database)
+    with attacker(database.url, "audit_entries") as conn:
+        conn.execute(text("DELETE FROM audit_entries WHERE seq >= 9"))
+        conn.execute(text("UPDATE audit_head SET seq = 8, hash = :h"), {"h": hashes[8]})
+
+    # the chain alone cannot tell (the documented limit)
+    assert verify_lines(database) == (0, [f"audit trail intact: 8 entries, head {hashes[8][:12]}"])
+    for kept in (hashes[10], hashes[9][:12]):
+        code, lines = expect(database, kept)
+        assert code == 1, lines
+        assert lines[0] == "audit trail TAMPERED: 1 problem"
+        assert lines[1].startswith(f"  no entry of the chain has the expected hash {kept[:12]}: ")
+    # an entry before the cut is still there, and the chain reaches it
+    code, lines = expect(database, hashes[8][:12])
+    assert (code, lines[-1]) == (0, f"expected entry 8 ({hashes[8][:12]}) is in the chain, unbroken up to it")
+
+
+def test_expect_head_behind_a_break_and_before_one(database: Database) -> None:
+    append_entries(database, 10)
+    hashes = _hashes(database)
+    with attacker(database.url, "audit_entries") as conn:
+        conn.execute(text("UPDATE audit_entries SET actor = 'U0MALLORY' WHERE seq = 3"))
+
+    code, lines = expect(database, hashes[7][:12])
+    assert code == 1
+    assert lines == [
+        "audit trail TAMPERED: 2 problems",
+        "  entry 3 was changed",
+        f"  the chain is broken at or before the expected entry 7 ({hashes[7][:12]}): its first problem is at entry 3",
+    ]
+    # the changed entry itself: its stored hash is still there, but it no longer holds
+    code, lines = expect(database, hashes[3])
+    assert code == 1
+    assert lines[-1] == (
+        f"  the chain is broken at or before the expected entry 3 ({hashes[3][:12]}): its first problem is at entry 3"
+    )
+    # before the break the chain is sound, yet the trail is still tampered
+    code, lines = expect(database, hashes[2][:12])
+    assert code == 1
+    assert lines == [
+        "audit trail TAMPERED: 1 problem",
+        "  entry 3 was changed",
+        f"expected entry 2 ({hashes[2][:12]}) is in the chain, unbroken up to it; the problems are after it",
+    ]
+
+
+def test_expect_head_when_entries_were_renumbered(database: Database) -> None:
+    append_entries(database, 10)
+    hashes = _hashes(database)
+    with attacker(database.url, "audit_entries") as conn:
+        _renumber_after_delete(conn)  # entry 4 deleted, 5-10 moved down by one
+    code, lines = expect(database, hashes[10][:12])
+    assert code == 1
+    assert lines[-1] == (
+        f"  the chain is broken at or before the expected entry 9 ({hashes[10][:12]}): its first problem is at entry 4"
+    )
+
+
+def test_expect_head_beyond_the_head_is_not_in_the_chain(database: Database) -> None:
+    append_entries(database, 10)
+    hashes = _hashes(database)
+    with attacker(database.url, "audit_entries") as conn:
+        conn.execute(text("UPDATE audit_head SET seq = 8, hash = :h"), {"h": hashes[8]})  # 9 and 10 left behind it
+    code, lines = expect(database, hashes[10][:12])
+    assert code == 1
+    assert lines[1:] == [
+        "  2 entries lie beyond the head (seq 9-10, the head says 8): the head row was changed, or entries were "
+        "added behind its back",
+        f"  no entry of the chain has the expected hash {hashes[10][:12]}: entries were removed from its end "
+        "(and the head moved back) or the chain was rewritten, or the hash is not from this trail",
+    ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["abc", "3f2a9c1b0d4", "3f2a9c1b0d4g", "f" * 65, "", " 3f2a9c1b0d4e", "3f2a-9c1b-0d4e", "#123"],
+)
+def test_expect_head_refuses_what_is_not_a_hash(tmp_path: Path, value: str) -> None:
+    # refused before the database is opened: even an empty one gets the usage error
+    migrated = f"sqlite:///{tmp_path / 'migrated.db'}"
+    migrating.upgrade(migrated)
+    for url in (f"sqlite:///{tmp_path / 'empty.db'}", migrated):
+        result = run_nsstuck("audit", "verify", "--expect-head", value, env={"NSSTUCK_DATABASE_URL": url})
+        assert result.returncode == 2, (value, result.stdout, result.stderr)
+        assert result.stdout == ""
+        assert result.stderr == (
+            "nsstuck: --expect-head takes a hash of the audit trail: 64 hex digits, or the first 12 or more of "
+            f"them (not {value!r})\n"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
 # export
 
 
@@ -254,10 +390,14 @@ def test_export_json_and_csv(database: Database) -> None:
     default = nsstuck(database, "audit", "export")
     explicit = nsstuck(database, "audit", "export", "--json")
     assert default.returncode == explicit.returncode == 0, default.stderr
-    assert default.stdout == explicit.stdout
     document = json.loads(default.stdout)
+    again = json.loads(explicit.stdout)
+    assert {**document, "exported_at": None} == {**again, "exported_at": None}
     assert document["schema"] == "nsstuck.audit/v1"
     assert document["head"] == {"seq": head_seq, "hash": head_hash}
+    exported_at = datetime.strptime(document["exported_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert abs((datetime.now(UTC) - exported_at).total_seconds()) < 600
+    assert list(document) == ["schema", "head", "exported_at", "filters", "entries"]
     assert document["entries"] == [r.to_json() for r in stored]
     first = document["entries"][0]
     assert list(first) == [
@@ -401,8 +541,13 @@ def test_help_texts_describe_the_commands() -> None:
     assert "--since ISO-TIME" in export
     assert "--request ID" in export
     assert "--json (the default)" in export
+    assert "exported_at" in export
+    assert "retention lock" in export
+    assert "--expect-head HASH" in export
     verify = help_of("audit", "verify")
-    assert "Exit 0 intact, 1 tampered" in verify
+    assert "Exit 0 intact (and the expected entry in the chain), 1 tampered" in verify
+    assert "--expect-head HASH" in verify
+    assert "prefix of at least 12 hex digits" in verify
     show = help_of("backup", "show")
     assert "kubectl create -f" in show
     assert "--raw" in show
