@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from . import admission
+from . import admission, rbac
 from .clock import Clock, go_time, parse_rfc3339, rfc3339
 from .errors import (
     ApiError,
@@ -93,6 +93,7 @@ class Ctx:
     dry_run: bool = False
     admin: bool = False
     warnings: list[str] = field(default_factory=list)
+    identity: rbac.UserInfo | None = None  # the (possibly impersonated) user with its groups
 
 
 @dataclass
@@ -192,6 +193,7 @@ class Cluster:
         self.tokens: dict[str, str] = {}  # token -> user, shared with the emulator
         self.options: dict[str, Any] = {}  # the emulator's options, shared
         self.admin_users: set[str] = set()
+        self.rbac = False  # emu.enable_rbac(): authorize by the stored RBAC objects (rbac.py)
         self._next_ip = 10
         for rt in BUILTIN_TYPES:
             self.types[(rt.group, rt.version, rt.plural)] = rt
@@ -547,15 +549,17 @@ class Cluster:
         spec = obj.get("spec") or {}
         meta = obj["metadata"]
         meta.setdefault("creationTimestamp", None)
-        user = ctx.user
+        identity = ctx.identity or rbac.authenticated_user(ctx.user)
         if rt.plural in ("subjectaccessreviews", "localsubjectaccessreviews") and spec.get("user"):
-            user = spec["user"]
+            groups = [str(g) for g in spec.get("groups") or []]
+            identity = rbac.UserInfo(str(spec["user"]), tuple(groups), str(spec.get("uid") or ""))
+        user = identity.name
         if rt.plural == "selfsubjectreviews":
-            obj["status"] = {"userInfo": {"username": user, "groups": _groups(user)}}
+            obj["status"] = {"userInfo": identity.as_dict()}
         elif rt.plural == "tokenreviews":
             who = self.tokens.get(str(spec.get("token") or ""))
             obj["status"] = (
-                {"authenticated": True, "user": {"username": who, "groups": _groups(who)}, "audiences": []}
+                {"authenticated": True, "user": rbac.authenticated_user(who).as_dict(), "audiences": []}
                 if who
                 else {"user": {}, "error": "invalid bearer token"}
             )
@@ -563,16 +567,46 @@ class Cluster:
             obj["status"] = {"resourceRules": [], "nonResourceRules": [], "incomplete": True}
         else:
             attrs = spec.get("resourceAttributes")
+            non_resource = spec.get("nonResourceAttributes")
             allowed = True
-            if attrs and user not in self.admin_users:
+            reason = ""
+            privileged = user in self.admin_users or rbac.MASTERS in identity.groups
+            if attrs and not privileged:
                 ns = attrs.get("namespace") or (namespace if rt.namespaced else None) or None
                 resource = attrs.get("resource", "")
                 if attrs.get("subresource"):
                     resource = f"{resource}/{attrs['subresource']}"
                 allowed = not self.knobs.is_forbidden(resource, attrs.get("group", ""), attrs.get("verb", ""), ns)
+                if allowed and self.rbac:
+                    decision = rbac.authorize(
+                        self,
+                        rbac.Attributes(
+                            identity,
+                            str(attrs.get("verb", "")),
+                            group=str(attrs.get("group", "")),
+                            resource=str(attrs.get("resource", "")),
+                            subresource=str(attrs.get("subresource", "")),
+                            namespace=str(ns or ""),
+                            name=str(attrs.get("name", "")),
+                        ),
+                    )
+                    allowed, reason = decision.allowed, decision.reason
+            elif non_resource and not privileged and self.rbac:
+                decision = rbac.authorize(
+                    self,
+                    rbac.Attributes(
+                        identity,
+                        str(non_resource.get("verb", "")),
+                        resource_request=False,
+                        path=str(non_resource.get("path", "")),
+                    ),
+                )
+                allowed, reason = decision.allowed, decision.reason
             obj["status"] = {"allowed": allowed}
             if not allowed:
                 obj["status"]["denied"] = False
+            if reason:
+                obj["status"]["reason"] = reason
         return Result(201, canonical(obj))
 
     def _check_type_meta(self, rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -1496,15 +1530,6 @@ def _name_errors(rt: ResourceType, name: str) -> list[FieldError]:
     if not _DNS1123_SUBDOMAIN.match(name):
         errs.append(FieldError("metadata.name", "Invalid value", SUBDOMAIN_MSG, quoted))
     return errs
-
-
-def _groups(user: str | None) -> list[str]:
-    if not user:
-        return []
-    if user.startswith("system:serviceaccount:"):
-        ns = user.split(":")[2]
-        return ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"]
-    return ["system:authenticated"]
 
 
 def set_condition(status: dict[str, Any], ctype: str, cstatus: str, *, reason: str, message: str, now: str) -> None:

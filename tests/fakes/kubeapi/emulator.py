@@ -84,6 +84,9 @@ class Emulator:
         # every request of a non-admin identity, as "METHOD /path" plus " dryRun" for dry runs, in
         # arrival order: tests count the changes a client made
         self.request_log: collections.deque[str] = collections.deque(maxlen=100_000)
+        # who made each of those requests (and each request an admin sent as someone else), as the API
+        # server's audit log says it: {method, path, dry_run, user, groups, impersonated_by}
+        self.journal: collections.deque[dict[str, Any]] = collections.deque(maxlen=100_000)
         self.url = ""
         if controllers:
             from .controllers import install_default_controllers
@@ -184,6 +187,24 @@ class Emulator:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(yaml.safe_dump(cfg, sort_keys=False))
         return out
+
+    # -- authorization ----------------------------------------------------------------------------
+    def enable_rbac(self) -> None:
+        """Authorize every request of a non-admin identity by the stored RBAC objects (as the API server's
+        RBAC authorizer; see rbac.py), after creating the bootstrap ClusterRoles and bindings that let
+        any authenticated identity discover the API and ask who it is and what it may do. The
+        ``knobs.forbid`` rules still apply on top."""
+        from . import rbac
+        from .apiserver import Ctx
+
+        cluster = self.cluster
+        for key, obj in rbac.bootstrap_policy():
+            rt = cluster.types[(key[0], "v1", key[1])]
+            with cluster.store.lock:
+                present = cluster.store.get(key, "", obj["metadata"]["name"]) is not None
+            if not present:
+                cluster.create(rt, "", obj, Ctx(ADMIN_IDENTITY, admin=True))
+        cluster.rbac = True
 
     # -- aggregated APIs ----------------------------------------------------------------------------
     def register_aggregated_backend(self, group: str, version: str, resources: list[dict[str, Any]]) -> None:

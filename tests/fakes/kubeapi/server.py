@@ -15,12 +15,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import discovery, openapi, protobuf, tables
+from . import discovery, openapi, protobuf, rbac, tables
 from .apiserver import Ctx, DeleteOptions, Result
 from .errors import (
     ApiError,
     FieldError,
-    forbidden,
     internal,
     invalid,
     method_not_allowed,
@@ -90,6 +89,8 @@ class RequestState:
     raw_query: str = ""
     user: str = ""
     admin: bool = False
+    identity: rbac.UserInfo | None = None  # user and groups, after impersonation
+    impersonator: str = ""  # who sent it, when it acts as someone else
     extra_headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -218,7 +219,7 @@ class Handler(BaseHTTPRequestHandler):
     def _authenticate(self, req: RequestState) -> None:
         # as the API server's union of authenticators: a verified client certificate first, then
         # the Authorization header (a bearer token, or basic auth for the pairs add_basic_auth made)
-        user = self._certificate_user()
+        user, cert_groups = self._certificate_user()
         if user is None:
             auth = req.headers.get("Authorization") or ""
             if auth.lower().startswith("basic "):
@@ -230,23 +231,59 @@ class Handler(BaseHTTPRequestHandler):
             raise unauthorized()
         req.user = user
         req.admin = user == self.emu.admin_identity
+        req.identity = rbac.authenticated_user(user, [*cert_groups, *([rbac.MASTERS] if req.admin else [])])
 
-    def _certificate_user(self) -> str | None:
-        """The common name of the client certificate the TLS listener verified, if one was sent."""
+    def _certificate_user(self) -> tuple[str | None, list[str]]:
+        """The common name and organisations of the client certificate the TLS listener verified."""
         getpeercert = getattr(self.connection, "getpeercert", None)
         cert = getpeercert() if getpeercert is not None else None
+        name: str | None = None
+        groups: list[str] = []
         for rdn in (cert or {}).get("subject", ()):
             for key, value in rdn:
-                if key == "commonName":
-                    return str(value)
-        return None
+                if key == "commonName" and name is None:
+                    name = str(value)
+                elif key == "organizationName":
+                    groups.append(str(value))
+        return name, groups
+
+    def _impersonate(self, req: RequestState) -> None:
+        """The impersonation filter: act as the Impersonate-* headers say once the caller may."""
+        assert req.identity is not None
+        uri = req.path + (f"?{req.raw_query}" if req.raw_query else "")
+        cluster = self.emu.cluster
+        acting = rbac.impersonate(
+            cluster, req.identity, req.headers, uri, check=cluster.rbac and not req.admin, knobs=not req.admin
+        )
+        if acting is None:
+            return
+        req.impersonator = req.user
+        req.identity = acting
+        req.user = acting.name
+        req.admin = rbac.MASTERS in acting.groups
+
+    def _authorize_path(self, req: RequestState, path: str) -> None:
+        """RBAC for a non-resource request (discovery, /version, /healthz, /openapi)."""
+        if req.admin or not self.emu.cluster.rbac:
+            return
+        assert req.identity is not None
+        verb = "get" if req.method == "HEAD" else req.method.lower()
+        attrs = rbac.Attributes(req.identity, verb, resource_request=False, path=path)
+        decision = rbac.authorize(self.emu.cluster, attrs)
+        if not decision.allowed:
+            raise rbac.forbidden_error(attrs, decision.reason)
 
     def _dispatch(self, req: RequestState) -> None:
         self._authenticate(req)
+        sender_admin = req.admin
+        self._impersonate(req)
         line = f"{req.method} {req.path}"
-        if not req.admin:
+        if not sender_admin or req.impersonator:
             with self.emu._audit_lock:
-                self.emu.request_log.append(line + (" dryRun" if req.query_lists.get("dryRun") else ""))
+                if not sender_admin:
+                    self.emu.request_log.append(line + (" dryRun" if req.query_lists.get("dryRun") else ""))
+                self.emu.journal.append(self._journal_entry(req))
+        if not req.admin:
             delay = self.emu.knobs.delay_for(line)
             if delay > 0:
                 time.sleep(delay)
@@ -258,6 +295,9 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_fault(fault.status, fault.body, fault.headers)
                 return
         path = req.path.rstrip("/") or "/"
+        segs = [unquote(x) for x in path.split("/") if x]
+        if not ((segs[:1] == ["api"] and len(segs) >= 3) or (segs[:1] == ["apis"] and len(segs) >= 4)):
+            self._authorize_path(req, req.path)
         if path in ("/healthz", "/livez", "/readyz"):
             self._send(200, b"ok", "text/plain; charset=utf-8")
             return
@@ -307,6 +347,17 @@ class Handler(BaseHTTPRequestHandler):
             return
         rr = self._parse_resource(group, version, rest)
         self._resource(req, rr)
+
+    def _journal_entry(self, req: RequestState) -> dict[str, Any]:
+        assert req.identity is not None
+        return {
+            "method": req.method,
+            "path": req.path,
+            "dry_run": bool(req.query_lists.get("dryRun")),
+            "user": req.user,
+            "groups": list(req.identity.groups),
+            "impersonated_by": req.impersonator,
+        }
 
     def _get_only(self, req: RequestState) -> None:
         if req.method not in ("GET", "HEAD"):
@@ -406,18 +457,30 @@ class Handler(BaseHTTPRequestHandler):
         if rt.group == "" and rt.plural == "namespaces" and rr.name:
             namespace = rr.name
         resource = f"{rt.plural}/{rr.sub}" if rr.sub else rt.plural
+        name = rr.name or ""
+        if not name and verb in ("list", "watch"):
+            for part in req.query.get("fieldSelector", "").split(","):
+                if part.startswith("metadata.name="):
+                    name = part.split("=", 1)[1]
+        assert req.identity is not None
+        attrs = rbac.Attributes(
+            req.identity,
+            verb,
+            group=rt.group,
+            resource=rt.plural,
+            subresource=rr.sub or "",
+            namespace=namespace or "",
+            name=name,
+        )
         knobs = self.emu.knobs
         if knobs.is_forbidden(rt.plural, rt.group, verb, namespace) or (
             rr.sub and knobs.is_forbidden(resource, rt.group, verb, namespace)
         ):
-            name = rr.name or ""
-            if not name and verb in ("list", "watch"):
-                for part in req.query.get("fieldSelector", "").split(","):
-                    if part.startswith("metadata.name="):
-                        name = part.split("=", 1)[1]
-            where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-            reason = f'User "{req.user}" cannot {verb} resource "{resource}" in API group "{rt.group}" {where}'
-            raise forbidden(rt.plural, rt.group, name, reason)
+            raise rbac.forbidden_error(attrs)
+        if self.emu.cluster.rbac:
+            decision = rbac.authorize(self.emu.cluster, attrs)
+            if not decision.allowed:
+                raise rbac.forbidden_error(attrs, decision.reason)
 
     def _dry_run(self, req: RequestState, kind: str) -> bool:
         values = req.query_lists.get("dryRun")
@@ -515,7 +578,7 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(req, rt, res, is_list=True)
             return
         if verb == "create":
-            ctx = Ctx(req.user, self._dry_run(req, "CreateOptions"), admin=req.admin)
+            ctx = Ctx(req.user, self._dry_run(req, "CreateOptions"), admin=req.admin, identity=req.identity)
             if rr.sub is not None:
                 assert rr.name is not None
                 res = cluster.create_subresource(rt, ns, rr.name, rr.sub, body=self._json_body(req), ctx=ctx)
