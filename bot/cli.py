@@ -128,6 +128,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.outbox import Outbox
     from bot.services.remediating import Remediation, remediation_open
     from bot.slack.app import create_app
+    from bot.slack.directory import PeopleDirectory
     from bot.slack.notifier import SlackNotifier
     from bot.slack.server import serve
 
@@ -154,7 +155,9 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         workers=workers,
         queue_limit=settings.diagnosis_queue,
     )
-    remediation = Remediation(db, config=config, settings=settings, clusters=clusters, notifier=slack)
+    remediation = Remediation(
+        db, config=config, settings=settings, clusters=clusters, notifier=slack, people=PeopleDirectory(slack.client)
+    )
     door = create_app(
         settings=settings,
         config=config,

@@ -40,6 +40,7 @@ DEFAULT_CONFIG_PATH = Path("config/nsstuck.yaml")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 _APPROVER_ID = re.compile(r"^[UWS][A-Z0-9]{2,}$")
+_SLACK_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _DURATION_PART = re.compile(r"(\d+)([smhdw])")
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -200,6 +201,58 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
+def _check_kube_user(value: str) -> str:
+    if not value:
+        raise ValueError("the Kubernetes user name is empty")
+    if value.startswith("system:"):
+        raise ValueError(f"{_shown(value)}: nsstuck never acts as a system: identity")
+    return value
+
+
+def _check_kube_group(value: str) -> str:
+    if not value:
+        raise ValueError("a Kubernetes group name is empty")
+    if value.startswith("system:"):
+        raise ValueError(
+            f"{_shown(value)}: nsstuck never sends a system: group (system:masters would be cluster-admin)"
+        )
+    return value
+
+
+def _check_slack_user(value: str) -> str:
+    if not _SLACK_USER_ID.match(value):
+        raise ValueError(f"{_shown(value)} is not a Slack user ID (U…/W…)")
+    return value
+
+
+class KubeIdentity(_Strict):
+    """Who a Slack user is on a cluster: the Kubernetes user and groups nsstuck impersonates."""
+
+    user: Annotated[str, AfterValidator(_check_kube_user)]
+    groups: tuple[Annotated[str, AfterValidator(_check_kube_group)], ...] = ()
+
+
+class EmailIdentity(_Strict):
+    """A Kubernetes identity derived from the Slack profile's e-mail: `prefix` + e-mail, fixed groups."""
+
+    prefix: str = ""
+    groups: tuple[Annotated[str, AfterValidator(_check_kube_group)], ...] = ()
+
+    @field_validator("prefix")
+    @classmethod
+    def _not_system(cls, value: str) -> str:
+        if value.startswith("system:"):
+            raise ValueError(f"{_shown(value)}: nsstuck never acts as a system: identity")
+        return value
+
+
+class ImpersonationConfig(_Strict):
+    """How an approver's Slack user becomes a Kubernetes identity (for `act_as_approver`)."""
+
+    users: dict[Annotated[str, AfterValidator(_check_slack_user)], KubeIdentity] = Field(default_factory=dict)
+    email: EmailIdentity | None = None
+
+
 class ClusterConfig(_Strict):
     """A cluster that `/nsstuck <cluster> <namespace>` may name."""
 
@@ -212,6 +265,10 @@ class ClusterConfig(_Strict):
     required_approvals: int = Field(default=1, ge=1, le=10)
     # remediation buttons for this cluster; it also needs at least one approver
     remediation: bool = True
+    # every read and write of an execution is made as the approver whose vote completed the quorum
+    # (Kubernetes impersonation), mapped to a Kubernetes identity by `impersonation`
+    act_as_approver: bool = False
+    impersonation: ImpersonationConfig | None = None
 
     @property
     def cluster_name(self) -> ClusterName:
@@ -223,6 +280,12 @@ class ClusterConfig(_Strict):
             raise ValueError("set either kubeconfig or in_cluster: true, not both")
         if self.in_cluster and self.context is not None:
             raise ValueError("context has no meaning with in_cluster: true")
+        if self.act_as_approver and (
+            self.impersonation is None or (not self.impersonation.users and self.impersonation.email is None)
+        ):
+            raise ValueError(
+                "act_as_approver: true needs impersonation: users: {U…: {user: …, groups: […]}} or email: {…}"
+            )
         return self
 
 

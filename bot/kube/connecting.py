@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import urllib3
 import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -46,6 +47,39 @@ class ClusterTarget:
     kubeconfig: Path | None = None
     context: str | None = None
     in_cluster: bool = False
+
+
+@dataclass(frozen=True)
+class Impersonation:
+    """The identity every request of a connection acts as (`Impersonate-User`, `Impersonate-Group`):
+    the cluster's RBAC then decides, and its audit log names this user."""
+
+    user: str
+    groups: tuple[str, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        groups = f" (groups {', '.join(self.groups)})" if self.groups else ""
+        return f"{self.user}{groups}"
+
+
+def _impersonating(api_client: Any, impersonation: Impersonation) -> None:
+    """Send the impersonation headers with every request of this client. The generated client keeps
+    headers in a dict (one value per name), so they are added where urllib3 sends them, where a
+    group may be repeated."""
+    pool_manager = api_client.rest_client.pool_manager
+    send = pool_manager.request
+
+    def request(method: str, url: str, *args: Any, headers: Any = None, **kwargs: Any) -> Any:
+        merged = urllib3.HTTPHeaderDict(headers or {})
+        for name in [n for n in merged if n.lower().startswith("impersonate-")]:
+            del merged[name]
+        merged["Impersonate-User"] = impersonation.user
+        for group in impersonation.groups:
+            merged.add("Impersonate-Group", group)
+        return send(method, url, *args, headers=merged, **kwargs)
+
+    pool_manager.request = request
 
 
 def current_context(kubeconfig: Path) -> str | None:
@@ -327,10 +361,15 @@ def _bound_exec_plugins() -> None:
 
 
 def connect(
-    target: ClusterTarget, *, pool_size: int = 32, credential_timeout: float = CREDENTIAL_TIMEOUT
+    target: ClusterTarget,
+    *,
+    pool_size: int = 32,
+    credential_timeout: float = CREDENTIAL_TIMEOUT,
+    impersonate: Impersonation | None = None,
 ) -> Connection:
-    """A client for the target. Raises UserError for a kubeconfig or context that cannot work, or an
-    exec credential plugin that does not answer within `credential_timeout` seconds."""
+    """A client for the target (acting as `impersonate` when given). Raises UserError for a kubeconfig
+    or context that cannot work, or an exec credential plugin that does not answer within
+    `credential_timeout` seconds."""
     configuration = k8s_client.Configuration()
     _guard_temp_files()
     _bound_exec_plugins()
@@ -379,6 +418,8 @@ def connect(
     configuration.connection_pool_maxsize = max(pool_size, 4)
     configuration.retries = False
     api_client = k8s_client.ApiClient(configuration)
+    if impersonate is not None:
+        _impersonating(api_client, impersonate)
     connection = Connection(target, api_client, _secrets_of(configuration, known), _shown_host(str(configuration.host)))
     connection.files, connection.fingerprint = (*paths, *named), fingerprint
     return connection

@@ -17,7 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bot.errors import UnknownClusterError
-from bot.kube.connecting import CREDENTIAL_TIMEOUT, ClusterTarget, Connection, ConnectionCache, connect
+from bot.kube.connecting import (
+    CREDENTIAL_TIMEOUT,
+    ClusterTarget,
+    Connection,
+    ConnectionCache,
+    Impersonation,
+    connect,
+)
 from bot.settings import AppConfig, ClusterName, resolve_kubeconfig
 
 
@@ -84,13 +91,20 @@ class ClusterRegistry:
         with self.connections.lease(self.target(name)) as connection:
             yield connection
 
-    def connect(self, name: ClusterName, *, pool_size: int, credential_timeout: float | None = None) -> Connection:
-        """A client of its own (the caller closes it); an exec credential plugin gets the registry's
-        credential timeout, or `credential_timeout` when that is less."""
+    def connect(
+        self,
+        name: ClusterName,
+        *,
+        pool_size: int,
+        credential_timeout: float | None = None,
+        impersonate: Impersonation | None = None,
+    ) -> Connection:
+        """A client of its own (the caller closes it), acting as `impersonate` when given; an exec
+        credential plugin gets the registry's credential timeout, or `credential_timeout` when that is less."""
         limit = self.credential_timeout
         if credential_timeout is not None:
             limit = min(limit, credential_timeout)
-        return connect(self.target(name), pool_size=pool_size, credential_timeout=limit)
+        return connect(self.target(name), pool_size=pool_size, credential_timeout=limit, impersonate=impersonate)
 
     def close(self) -> None:
         self.connections.close()

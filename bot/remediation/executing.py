@@ -37,10 +37,12 @@ from bot.domain.snapshot_codec import decompress_snapshot
 from bot.domain.statuses import RequestStatus
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions, Collector
+from bot.kube.connecting import Impersonation
 from bot.kube.patching import Patcher
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 from bot.remediation import planning
+from bot.remediation.identity import NoIdentityError
 from bot.remediation.requests import RequestView, audit, load, view_of
 from bot.store.audit import SYSTEM_ACTOR, Appended
 from bot.store.database import Database, UnitOfWork
@@ -116,18 +118,25 @@ class Executor:
         follow_for: timedelta,
         execution_timeout: timedelta = timedelta(seconds=120),
         clock: Callable[[], datetime] = utcnow,
+        acting_as: Callable[[RequestView], Impersonation | None] = lambda view: None,
     ) -> None:
         self.db = db
         self.clusters = clusters
         self.follow_for = follow_for
         self.execution_timeout = execution_timeout
         self.clock = clock
+        # who a request's reads and writes act as (act_as_approver: its last approver's identity);
+        # raises NoIdentityError when that approver has none
+        self.acting_as = acting_as
 
     @contextmanager
-    def _patcher(self, cluster: ClusterName, hold: _Hold | None) -> Iterator[Patcher]:
-        """A client of its own; each call's timeout from the hold when there is one."""
+    def _patcher(
+        self, cluster: ClusterName, hold: _Hold | None, identity: Impersonation | None = None
+    ) -> Iterator[Patcher]:
+        """A client of its own, acting as `identity` when given; each call's timeout from the hold when
+        there is one."""
         budget = hold.call_timeout if hold is not None else (lambda: MAX_CALL_TIMEOUT)
-        connection = self.clusters.connect(cluster, pool_size=4, credential_timeout=budget())
+        connection = self.clusters.connect(cluster, pool_size=4, credential_timeout=budget(), impersonate=identity)
         try:
             yield Patcher(Transport(connection, call_timeout=MAX_CALL_TIMEOUT), timeout=budget)
         finally:
@@ -145,11 +154,22 @@ class Executor:
         try:
             self._renew(hold, "re-check")
             try:
-                with self._patcher(view.cluster, hold) as patcher:
-                    return self._execute(view, hold, patcher)
+                identity = self.acting_as(view)
+            except NoIdentityError as e:  # refused before anything is read or written
+                return self._finish(view, execution_id, RequestStatus.FAILED, str(e), phase="identity")
+            acting = _acting(identity)
+            try:
+                with self._patcher(view.cluster, hold, identity) as patcher:
+                    return self._execute(view, hold, patcher, identity)
             except NsstuckError as e:  # cannot connect, or the cluster refused to show us the objects
+                as_whom = f" as {identity.user}" if identity is not None else ""
                 return self._finish(
-                    view, execution_id, RequestStatus.FAILED, f"could not re-check the cluster: {e}", phase="recheck"
+                    view,
+                    execution_id,
+                    RequestStatus.FAILED,
+                    f"could not re-check the cluster{as_whom}: {e}",
+                    phase="recheck",
+                    **acting,
                 )
         except _Fenced as fenced:
             log.warning(
@@ -170,8 +190,11 @@ class Executor:
             if not hold.renew(own):
                 raise _Fenced(step)
 
-    def _execute(self, view: RequestView, hold: _Hold, patcher: Patcher) -> Outcome | None:
+    def _execute(
+        self, view: RequestView, hold: _Hold, patcher: Patcher, identity: Impersonation | None
+    ) -> Outcome | None:
         execution_id = hold.execution_id
+        acting = _acting(identity)
         remedy = view.remedy
         live = [patcher.read(target) for target in remedy.targets]
         reasons = planning.stale_reasons(remedy, live, versions=False)
@@ -186,7 +209,9 @@ class Executor:
         if not reasons:
             reasons = planning.stale_reasons(remedy, live)
         if reasons:
-            return self._finish(view, execution_id, RequestStatus.STALE, "; ".join(reasons), reasons=reasons, **recheck)
+            return self._finish(
+                view, execution_id, RequestStatus.STALE, "; ".join(reasons), reasons=reasons, **recheck, **acting
+            )
         checked = [obj for obj in live if obj is not None]
         with self.db.unit_of_work() as uow:
             self._renew(hold, "backup", uow)
@@ -201,6 +226,7 @@ class Executor:
                     {"id": b.id, "object": _ref(b_obj), "sha256": b.sha256}
                     for b, b_obj in zip(kept, checked, strict=True)
                 ],
+                **acting,
             )
         operations = planning.operations(remedy, checked)
         self._renew(hold, "dry run")
@@ -215,6 +241,7 @@ class Executor:
                 execution_id=execution_id,
                 ok=not refused,
                 results=[_result(op, r) for op, r in zip(operations, dry, strict=True)],
+                **acting,
             )
         if refused:
             op, result = refused[0]
@@ -222,8 +249,9 @@ class Executor:
                 view,
                 execution_id,
                 RequestStatus.FAILED,
-                f"the dry run was refused: {_explain(op, result)}",
+                f"the dry run was refused: {_explain(op, result, identity)}",
                 phase="dry_run",
+                **acting,
             )
         with self.db.unit_of_work() as uow:
             self._renew(hold, "change", uow)
@@ -234,6 +262,7 @@ class Executor:
                 actor=view.last_approver,
                 execution_id=execution_id,
                 operations=[{"summary": op.summary, "kubectl": op.kubectl} for op in operations],
+                **acting,
             )
         results: list[CallResult] = []
         for op in operations:
@@ -254,7 +283,13 @@ class Executor:
                 )
                 return None
             return self._finish(
-                view, execution_id, RequestStatus.FAILED, _explain(op, result), phase="apply", results=done
+                view,
+                execution_id,
+                RequestStatus.FAILED,
+                _explain(op, result, identity),
+                phase="apply",
+                results=done,
+                **acting,
             )
         return self._finish(
             view,
@@ -262,6 +297,7 @@ class Executor:
             RequestStatus.APPLIED,
             "; ".join(op.summary for op in operations),
             results=done,
+            **acting,
         )
 
     def _requested_from(self, view: RequestView) -> NamespaceSnapshot | None:
@@ -358,7 +394,12 @@ class Executor:
             # cannot pass that step any more (its hold is past its deadline)
             reason = "nsstuck stopped before backing up the objects, so before making the change; nothing changed"
             return self._settle(view, execution_id, RequestStatus.FAILED, reason, took_effect=[])
-        with self._patcher(view.cluster, None) as patcher:
+        try:
+            identity = self.acting_as(view)
+        except NoIdentityError as e:  # the mapping changed since: nsstuck's own read role reads them
+            log.warning("request %s: reconciled with nsstuck's own identity: %s", view.id, e)
+            identity = None
+        with self._patcher(view.cluster, None, identity) as patcher:
             now_objects = [patcher.read(ObjectRef.of(obj, resource=_resource(view, obj))) for obj in before]
         took = [planning.took_effect(view.remedy, b, n) for b, n in zip(before, now_objects, strict=True)]
         seen = _seen(before, took)
@@ -500,7 +541,17 @@ def _result(op: Operation, result: CallResult) -> dict[str, object]:
     return {"summary": op.summary, **result.to_json()}
 
 
-def _explain(op: Operation, result: CallResult) -> str:
+def _acting(identity: Impersonation | None) -> dict[str, object]:
+    """Who the calls acted as, for the audit trail (act_as_approver)."""
+    if identity is None:
+        return {}
+    return {"acting_as": {"user": identity.user, "groups": list(identity.groups)}}
+
+
+def _explain(op: Operation, result: CallResult, identity: Impersonation | None = None) -> str:
+    if identity is not None and result.verdict is Verdict.FORBIDDEN:
+        # the cluster's own refusal, in its words: its RBAC decided for the approver
+        return f"{op.summary}: the cluster refused it for {identity.user} ({result.message})"
     what = {
         Verdict.CONFLICT: "the object changed between the check and the change, so nothing was changed",
         Verdict.GONE: "the object disappeared before it could be changed",

@@ -15,7 +15,16 @@ from bot.domain.access import Rule, allowed_by, parse_request, unique
 from bot.domain.findings import Action
 from bot.remediation.kinds.registry import KINDS
 
-__all__ = ["PERMISSIONS", "Rule", "allowed", "remediation_rules", "request_of", "rules_for"]
+__all__ = ["IMPERSONATION", "PERMISSIONS", "Rule", "allowed", "remediation_rules", "request_of", "rules_for"]
+
+# act_as_approver: nsstuck writes nothing with its own identity; it sends every read and write of a
+# change as the approver (Impersonate-User, Impersonate-Group, bot.kube.connecting.Impersonation). The
+# chart's role for this mode grants these, limited by resourceNames to the users and groups listed in
+# its values (remediation.actAsApprover), never to any name
+IMPERSONATION: tuple[Rule, ...] = (
+    Rule(("",), ("users",), ("impersonate",)),
+    Rule(("",), ("groups",), ("impersonate",)),
+)
 
 # in the registry's order, which is the order of the chart's rules
 PERMISSIONS: dict[Action, tuple[Rule, ...]] = {action: kind.rules for action, kind in KINDS.items()}

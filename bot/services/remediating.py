@@ -14,9 +14,11 @@ from datetime import UTC, datetime, timedelta
 
 from bot.domain.refs import ClusterName
 from bot.errors import UserError
+from bot.kube.connecting import Impersonation
 from bot.kube.registry import ClusterRegistry
 from bot.remediation import policy
 from bot.remediation.executing import Executor
+from bot.remediation.identity import PeopleDirectory, approver_identity
 from bot.remediation.requests import (
     Filed,
     RequestView,
@@ -54,20 +56,30 @@ class Remediation:
         clusters: ClusterRegistry,
         notifier: RemediationNotifier,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        people: PeopleDirectory | None = None,
     ) -> None:
         self.db = db
         self.config = config
         self.settings = settings
         self.notifier = notifier
         self.clock = clock
+        self.people = people
         self.executor = Executor(
             db,
             clusters=clusters,
             follow_for=timedelta(seconds=settings.remediation_follow_seconds),
             execution_timeout=timedelta(seconds=settings.execution_timeout_seconds),
             clock=clock,
+            acting_as=self._acting_as,
         )
         self.executions = ThreadPoolExecutor(max_workers=EXECUTION_WORKERS, thread_name_prefix="nsstuck-execute")
+
+    def _acting_as(self, view: RequestView) -> Impersonation | None:
+        """With act_as_approver: the identity of the approver whose vote completed the quorum."""
+        cluster = self.config.cluster(view.cluster)
+        if cluster is None:
+            return None
+        return approver_identity(cluster, view.last_approver, self.people)
 
     # -- a remedy's button -------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Who is in a Slack user group (usergroups.users.list), for the approval policy."""
+"""Who is in a Slack user group (usergroups.users.list), for the approval policy, and a person's e-mail
+(users.info), for acting as the approver."""
 
 from __future__ import annotations
 
@@ -40,3 +41,20 @@ class GroupDirectory:
         with self._lock:
             self._groups[group] = (now, members)
         return members
+
+
+class PeopleDirectory:
+    """A Slack user's e-mail from their profile (users.info; the app needs `users:read.email`)."""
+
+    def __init__(self, client: WebClient) -> None:
+        self.client = client
+
+    def email_of(self, user: str) -> str | None:
+        try:
+            response = self.client.users_info(user=user)
+        except SlackApiError as e:
+            log.warning("cannot read the profile of %s: %s", user, e.response.get("error"))
+            return None
+        profile = (response.get("user") or {}).get("profile") or {}
+        email = profile.get("email") if isinstance(profile, dict) else None
+        return email if isinstance(email, str) and email else None

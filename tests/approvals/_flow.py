@@ -34,6 +34,7 @@ def write_config(
     approvers: tuple[str, ...] = (APPROVERS,),
     required: int = 1,
     remediation: bool = True,
+    cluster_extra: str = "",
 ) -> Path:
     kube.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
     listed = ", ".join(approvers)
@@ -45,7 +46,7 @@ def write_config(
         f"    channels: [{OPS_CHANNEL}]\n"
         f"    approvers: [{listed}]\n"
         f"    required_approvals: {required}\n"
-        f"    remediation: {'true' if remediation else 'false'}\n"
+        f"    remediation: {'true' if remediation else 'false'}\n" + cluster_extra
     )
     return config
 
@@ -232,8 +233,11 @@ def remediation_bot(
     remediation: bool = True,
     extra_env: dict[str, str] | None = None,
     socket_mode: bool = False,
+    cluster_extra: str = "",
 ) -> Iterator[Flow]:
-    config = write_config(tmp_path, kube, approvers=approvers, required=required, remediation=remediation)
+    config = write_config(
+        tmp_path, kube, approvers=approvers, required=required, remediation=remediation, cluster_extra=cluster_extra
+    )
     database = database or f"sqlite:///{tmp_path / 'bot.db'}"
     migrating.upgrade(database)
     env = {**FAST, **(extra_env or {})}

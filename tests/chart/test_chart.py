@@ -73,6 +73,23 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "imagePullSecrets": [{"name": "registry"}],
     },
     "sqlite-on-a-claim": {"database": {"sqlite": {"existingClaim": "nsstuck-data"}}, "podDisruptionBudget": {}},
+    "act-as-approver": {
+        "remediation": {
+            "enabled": True,
+            "actAsApprover": {"enabled": True, "users": ["alice@example.com"], "groups": ["sre"]},
+        },
+        "config": {
+            "clusters": [
+                {
+                    "name": "local",
+                    "in_cluster": True,
+                    "approvers": ["U0AAAAAAA"],
+                    "act_as_approver": True,
+                    "impersonation": {"users": {"U0AAAAAAA": {"user": "alice@example.com", "groups": ["sre"]}}},
+                }
+            ]
+        },
+    },
 }
 
 
@@ -148,6 +165,13 @@ def test_remediation_enabled_leaves_the_config_alone(render: Render) -> None:
     docs = render({"remediation": {"enabled": True}})
     config = yaml.safe_load(one(docs, "ConfigMap")["data"]["nsstuck.yaml"])
     assert config["clusters"] == [{"name": "local", "in_cluster": True}]
+
+
+def test_the_act_as_approver_config_is_a_valid_nsstuck_config(render: Render) -> None:
+    docs = render(VARIANTS["act-as-approver"])
+    config = AppConfig.model_validate(yaml.safe_load(one(docs, "ConfigMap")["data"]["nsstuck.yaml"]))
+    assert config.clusters[0].act_as_approver
+    assert config.clusters[0].remediation
 
 
 def test_the_production_config_is_a_valid_nsstuck_config(render: Render) -> None:

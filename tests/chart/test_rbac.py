@@ -11,7 +11,7 @@ import pytest
 from bot.domain.access import READ_VERBS, Rule, grants
 from bot.domain.findings import Action
 from bot.kube.permissions import READ_PERMISSIONS
-from bot.remediation.permissions import PERMISSIONS, remediation_rules
+from bot.remediation.permissions import IMPERSONATION, PERMISSIONS, remediation_rules
 from tests.chart.conftest import HelmError, Render, find, one
 
 REMEDIATION_ON = {"remediation": {"enabled": True}}
@@ -116,3 +116,60 @@ def test_rbac_can_be_left_to_the_operator(render: Render) -> None:
     docs = render({"rbac": {"create": False}, "remediation": {"enabled": True}})
     assert not find(docs, "ClusterRole")
     assert not find(docs, "ClusterRoleBinding")
+
+
+ACT_AS_APPROVER = {
+    "remediation": {
+        "enabled": True,
+        "actAsApprover": {"enabled": True, "users": ["alice@example.com", "bob@example.com"], "groups": ["sre"]},
+    }
+}
+
+
+def test_acting_as_the_approver_grants_impersonation_and_no_write(render: Render) -> None:
+    docs = render(ACT_AS_APPROVER)
+    assert sorted(r["metadata"]["name"] for r in find(docs, "ClusterRole")) == ["nsstuck-impersonate", "nsstuck-read"]
+    role = one(docs, "ClusterRole", "nsstuck-impersonate")
+    # what the code sends (Impersonate-User, Impersonate-Group), and nothing more
+    assert grants(_rules(role)) == grants(IMPERSONATION)
+    # limited by name to the values, never any user or group
+    assert [(r["resources"], r["resourceNames"]) for r in role["rules"]] == [
+        (["users"], ["alice@example.com", "bob@example.com"]),
+        (["groups"], ["sre"]),
+    ]
+    # nsstuck itself writes nothing: no rule but impersonate beyond the read role
+    assert {g for g in _write_grants(docs) if g[0] != "impersonate"} == set()
+    assert {b["roleRef"]["name"] for b in find(docs, "ClusterRoleBinding")} == {"nsstuck-read", "nsstuck-impersonate"}
+    account = one(docs, "ServiceAccount")["metadata"]["name"]
+    for binding in find(docs, "ClusterRoleBinding"):
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "platform"}]
+
+
+def test_acting_as_the_approver_without_groups_impersonates_no_group(render: Render) -> None:
+    values = {"remediation": {"enabled": True, "actAsApprover": {"enabled": True, "users": ["alice@example.com"]}}}
+    role = one(render(values), "ClusterRole", "nsstuck-impersonate")
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"], "resourceNames": ["alice@example.com"]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("act", "message"),
+    [
+        ({"enabled": True, "users": []}, "remediation.actAsApprover.users is empty"),
+        ({"enabled": True, "users": ["system:admin"]}, '"system:admin": nsstuck never acts as'),
+        ({"enabled": True, "users": ["alice"], "groups": ["system:masters"]}, '"system:masters": nsstuck never'),
+        ({"enabled": True, "users": ["alice"], "groups": [""]}, 'remediation.actAsApprover: "": nsstuck never'),
+    ],
+)
+def test_act_as_approver_values_that_are_refused(render: Render, act: dict[str, Any], message: str) -> None:
+    with pytest.raises(HelmError, match=message):
+        render({"remediation": {"enabled": True, "actAsApprover": act}})
+
+
+def test_act_as_approver_needs_remediation_and_the_chart_mode(render: Render) -> None:
+    with pytest.raises(HelmError, match=r"actAsApprover\.enabled needs remediation\.enabled"):
+        render({"remediation": {"actAsApprover": {"enabled": True, "users": ["alice"]}}})
+    cluster = {"name": "local", "in_cluster": True, "remediation": True, "act_as_approver": True}
+    with pytest.raises(HelmError, match=r"remediation\.actAsApprover\.enabled is false"):
+        render({"remediation": {"enabled": True}, "config": {"clusters": [cluster]}})

@@ -253,3 +253,50 @@ def test_parse_duration(text: str, seconds: int) -> None:
 def test_parse_duration_refuses_garbage(text: str) -> None:
     with pytest.raises(ValueError, match="is not a duration"):
         parse_duration(text)
+
+
+def test_act_as_approver_loads_its_mapping(tmp_path: Path, kubeconfig: Path) -> None:
+    path = write(
+        tmp_path,
+        f"""
+        clusters:
+          - name: prod-eu
+            kubeconfig: {kubeconfig}
+            approvers: [U0AAAAAAA]
+            act_as_approver: true
+            impersonation:
+              users:
+                U0AAAAAAA: {{user: alice@example.com, groups: [sre]}}
+              email: {{prefix: "oidc:", groups: [sre, ops]}}
+        """,
+    )
+    [cluster] = load_config(path).clusters
+    assert cluster.act_as_approver
+    assert cluster.impersonation is not None
+    assert cluster.impersonation.users["U0AAAAAAA"].user == "alice@example.com"
+    assert cluster.impersonation.users["U0AAAAAAA"].groups == ("sre",)
+    assert cluster.impersonation.email is not None
+    assert (cluster.impersonation.email.prefix, cluster.impersonation.email.groups) == ("oidc:", ("sre", "ops"))
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ("impersonation: {users: {U0AAAAAAA: {user: alice, groups: [system:masters]}}}", "groups[0] (line"),
+        ("impersonation: {users: {U0AAAAAAA: {user: system:admin}}}", "'system:admin': nsstuck never acts as"),
+        ("impersonation: {email: {prefix: 'system:', groups: []}}", "nsstuck never acts as a system: identity"),
+        ("impersonation: {email: {groups: [system:authenticated]}}", "never sends a system: group"),
+        ("impersonation: {users: {C0123ABCD: {user: alice}}}", "'C0123ABCD' is not a Slack user ID"),
+        ("impersonation: {}", "act_as_approver: true needs impersonation"),
+        ("impersonation: {users: {U0AAAAAAA: {user: alice, role: admin}}}", "role"),
+    ],
+)
+def test_act_as_approver_refusals(tmp_path: Path, kubeconfig: Path, block: str, message: str) -> None:
+    path = write(
+        tmp_path,
+        f"clusters:\n  - name: prod-eu\n    kubeconfig: {kubeconfig}\n    act_as_approver: true\n    {block}\n",
+    )
+    done = run_nsstuck("config", "check", "--config", str(path))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert message in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

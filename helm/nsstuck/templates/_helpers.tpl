@@ -115,6 +115,9 @@ that `helm template` and `helm install` both stop on them.
 {{- fail (printf "config.clusters[%d].kubeconfig %s: no kubeconfigs entry is named %q" $i $path $name) -}}
 {{- end -}}
 {{- end -}}
+{{- if and $cluster.in_cluster $cluster.act_as_approver (not ($.Values.remediation.actAsApprover | default dict).enabled) -}}
+{{- fail (printf "config.clusters[%d] (%s) is in_cluster with act_as_approver: true, but remediation.actAsApprover.enabled is false: the chart grants no impersonation; enable both or neither" $i $cluster.name) -}}
+{{- end -}}
 {{- if and $cluster.in_cluster (not $.Values.remediation.enabled) (eq (toString $cluster.remediation) "true") -}}
 {{- fail (printf "config.clusters[%d] (%s) is in_cluster with remediation: true, but remediation.enabled is false: the chart grants no write permission; enable both or neither" $i $cluster.name) -}}
 {{- end -}}
@@ -126,6 +129,20 @@ that `helm template` and `helm install` both stop on them.
 {{- range .Values.remediation.finalizerResources -}}
 {{- if not (regexMatch "^(\\*|[a-z0-9][a-z0-9-]*)(\\.[a-z0-9][a-z0-9.-]*)?$" .) -}}
 {{- fail (printf "remediation.finalizerResources: %q is not \"*\", RESOURCE, RESOURCE.GROUP or *.GROUP" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $act := .Values.remediation.actAsApprover | default dict -}}
+{{- if $act.enabled -}}
+{{- if not .Values.remediation.enabled -}}
+{{- fail "remediation.actAsApprover.enabled needs remediation.enabled: true" -}}
+{{- end -}}
+{{- if not $act.users -}}
+{{- fail "remediation.actAsApprover.users is empty: list the Kubernetes users nsstuck may act as (an empty list would be any user)" -}}
+{{- end -}}
+{{- range (concat $act.users (default (list) $act.groups)) -}}
+{{- if or (not .) (hasPrefix "system:" (toString .)) -}}
+{{- fail (printf "remediation.actAsApprover: %q: nsstuck never acts as an empty or system: user or group" (toString .)) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
