@@ -204,3 +204,52 @@ def test_an_approver_without_a_kubernetes_identity_is_refused_before_anything_ru
         assert not {"backed_up", "dry_run", "execution_started"} & {e for e, _ in events}
         assert events[-1][1]["phase"] == "identity"
         flow.wait_thread(f"Remediation #{request_id}: Failed: {message}")
+
+
+def test_an_approver_whose_slack_profile_has_no_email_is_refused(
+    slack_emulator: SlackEmulator, rbac_cluster: Emulator, tmp_path: Path
+) -> None:
+    # the e-mail mapping only: CAROL's profile shows no e-mail, so she has no Kubernetes identity
+    slack_emulator.add_user(CAROL, "carol", real_name="Carol Chen")
+    extra = "    act_as_approver: true\n    impersonation:\n      email: {prefix: 'oidc:', groups: [sre]}\n"
+    with remediation_bot(slack_emulator, rbac_cluster, tmp_path, cluster_extra=extra) as flow:
+        request_id = flow.requested(SCENARIO, "remove_finalizer")
+        rbac_cluster.journal.clear()
+        assert flow.vote(request_id, CAROL).status == 200
+        row = flow.wait_status(request_id, "applied", "failed", "stale", timeout=60)
+
+        assert row["status"] == "failed"
+        assert str(row["status_reason"]) == (
+            f"nsstuck has no Kubernetes identity for Slack user {CAROL} on prod-eu: Slack shows no e-mail for them "
+            f"(the app needs users:read.email); add {CAROL} to impersonation.users"
+        )
+        assert not [e for e in rbac_cluster.journal if e["impersonated_by"]]
+        assert Api(rbac_cluster).http.get(KIALI)["metadata"]["finalizers"] == ["kiali.io/finalizer"]
+
+
+def test_the_reconciler_reads_as_the_approver(
+    slack_emulator: SlackEmulator, rbac_cluster: Emulator, tmp_path: Path
+) -> None:
+    # the write's connection is cut after the dry run: the request is settled from what the cluster
+    # shows, and that read is made as the approver too
+    _grant(
+        Api(rbac_cluster),
+        "sre-kiali",
+        [{"apiGroups": ["kiali.io"], "resources": ["kialis"], "verbs": ["patch"]}],
+        [{"kind": "Group", "name": "sre"}],
+    )
+    env = {"NSSTUCK_EXECUTION_TIMEOUT_SECONDS": "2"}
+    with remediation_bot(slack_emulator, rbac_cluster, tmp_path, extra_env=env, cluster_extra=_config()) as flow:
+        request_id = flow.requested(SCENARIO, "remove_finalizer")
+        rbac_cluster.knobs.inject_fault(f"^PATCH {KIALI}$", 0, reset_connection=True, skip=1, times=1)
+        assert flow.vote(request_id, CAROL).status == 200
+        row = flow.wait_status(request_id, "applied", "failed", "stale", timeout=60)
+
+        assert row["status"] == "failed", row["status_reason"]
+        assert "the cluster shows it did not happen" in str(row["status_reason"])
+        assert flow.audit(request_id)[-3:] == ["execution_started", "reconciled", "failed"]
+        journal = list(rbac_cluster.journal)
+        last_patch = max(i for i, e in enumerate(journal) if e["method"] == "PATCH" and e["path"] == KIALI)
+        settle_reads = [e for e in journal[last_patch + 1 :] if e["method"] == "GET" and e["path"] == KIALI]
+        assert settle_reads, journal[last_patch:]
+        assert {(e["user"], e["impersonated_by"]) for e in settle_reads} == {("oidc:carol@example.com", SA)}
