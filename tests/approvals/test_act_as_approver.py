@@ -116,6 +116,9 @@ def test_an_allowed_approver_makes_the_change_as_themself(
         slack_emulator, rbac_cluster, tmp_path, database=database_url, cluster_extra=_config()
     ) as flow:
         request_id = flow.requested(SCENARIO, "remove_finalizer")
+        # the diagnosis read with nsstuck's own read role, as itself
+        assert [e for e in rbac_cluster.journal if e["impersonated_by"]] == []
+        assert any(e["user"] == SA and e["path"].startswith("/apis/kiali.io/") for e in rbac_cluster.journal)
         rbac_cluster.journal.clear()
         assert flow.vote(request_id, CAROL).status == 200
         row = flow.wait_status(request_id, "applied", "failed", "stale", timeout=60)

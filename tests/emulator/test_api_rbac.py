@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.emulator._api_support import Raw, admin, emu, kubectl, make_cm, make_ns, user
+from tests.emulator.test_api_aggregation_admission import METRICS_APISERVICE
 from tests.fakes.kubeapi import Emulator
 
 __all__ = ["admin", "emu", "user"]
@@ -351,3 +352,43 @@ def test_kubectl_agrees(rbac_on: Emulator, admin: Raw, tmp_path: Path) -> None:
         '"users" in API group "" at the cluster scope'
     )
     assert admin.get("/api/v1/namespaces/team/configmaps/settings").json["data"] == {"a": "b", "x": "1"}
+
+
+def test_aggregated_apis_are_authorized_before_the_aggregator_answers(rbac_on: Emulator, admin: Raw, user: Raw) -> None:
+    # metrics.k8s.io has no available APIService: an allowed caller gets the aggregator's 503, any
+    # other the 403 first
+    assert admin.post("/apis/apiregistration.k8s.io/v1/apiservices", METRICS_APISERVICE).status == 201
+    path = "/apis/metrics.k8s.io/v1beta1/namespaces/team/pods"
+    resp = user.get(path)
+    assert resp.status == 403
+    assert resp.json["message"] == (
+        f'pods.metrics.k8s.io is forbidden: User "{SA}" cannot list resource "pods" in API group "metrics.k8s.io" '
+        'in the namespace "team"'
+    )
+    role(admin, "metrics", [{"apiGroups": ["metrics.k8s.io"], "resources": ["pods"], "verbs": ["list"]}])
+    bind(admin, "metrics", "ClusterRole", "metrics", [{"kind": "Group", "name": "system:serviceaccounts"}])
+    resp = user.get(path)
+    assert (resp.status, resp.raw) == (503, b"service unavailable\n")
+
+
+def test_subject_access_review_for_a_user_and_groups(rbac_on: Emulator, admin: Raw) -> None:
+    role(admin, "cm-patch", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}], "team")
+    bind(admin, "sre-cm", "Role", "cm-patch", [{"kind": "Group", "name": "sre"}], namespace="team")
+
+    def review(groups: list[str]) -> dict[str, Any]:
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {
+                "user": "dave",
+                "groups": groups,
+                "resourceAttributes": {"verb": "patch", "resource": "configmaps", "namespace": "team"},
+            },
+        }
+        resp = admin.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", body)
+        assert resp.status == 201, resp.raw
+        status: dict[str, Any] = resp.json["status"]
+        return status
+
+    assert review(["sre"])["allowed"] is True
+    assert review([])["allowed"] is False

@@ -384,6 +384,8 @@ class Handler(BaseHTTPRequestHandler):
             backend = cluster.backends.get((group, version))
         if svc is None or not (svc.get("spec") or {}).get("service"):
             return False
+        if rest:  # a resource request: authorized before the aggregator proxies it
+            self._authorize_proxied(req, group, rest)
         conds = (svc.get("status") or {}).get("conditions") or []
         available = any(c.get("type") == "Available" and c.get("status") == "True" for c in conds)
         if not available or backend is None:
@@ -408,6 +410,33 @@ class Handler(BaseHTTPRequestHandler):
 
         _ = namespace
         raise not_found_resource(plural, group, rest[1])
+
+    def _authorize_proxied(self, req: RequestState, group: str, rest: list[str]) -> None:
+        if req.admin or not self.emu.cluster.rbac:
+            return
+        assert req.identity is not None
+        namespace = ""
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        name = rest[1] if len(rest) >= 2 else ""
+        watching = req.query.get("watch", "").lower() in ("1", "true")
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(req.method, "")
+        if req.method in ("GET", "HEAD"):
+            verb = "watch" if watching else ("get" if name else "list")
+        elif req.method == "DELETE":
+            verb = "delete" if name else "deletecollection"
+        attrs = rbac.Attributes(
+            req.identity,
+            verb or req.method.lower(),
+            group=group,
+            resource=rest[0],
+            subresource=rest[2] if len(rest) >= 3 else "",
+            namespace=namespace,
+            name=name,
+        )
+        decision = rbac.authorize(self.emu.cluster, attrs)
+        if not decision.allowed:
+            raise rbac.forbidden_error(attrs, decision.reason)
 
     # -- resources ------------------------------------------------------------------------------------
     def _parse_resource(self, group: str, version: str, rest: list[str]) -> ResourceRequest:
