@@ -57,11 +57,6 @@ class Impersonation:
     user: str
     groups: tuple[str, ...] = ()
 
-    @property
-    def shown(self) -> str:
-        groups = f" (groups {', '.join(self.groups)})" if self.groups else ""
-        return f"{self.user}{groups}"
-
 
 def _impersonating(api_client: Any, impersonation: Impersonation) -> None:
     """Send the impersonation headers with every request of this client. The generated client keeps

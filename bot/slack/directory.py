@@ -55,6 +55,9 @@ class PeopleDirectory:
         except SlackApiError as e:
             log.warning("cannot read the profile of %s: %s", user, e.response.get("error"))
             return None
+        except (OSError, ValueError) as e:  # Slack did not answer: no identity now, the change is refused
+            log.warning("cannot read the profile of %s: %s", user, e.__class__.__name__)
+            return None
         profile = (response.get("user") or {}).get("profile") or {}
         email = profile.get("email") if isinstance(profile, dict) else None
         return email if isinstance(email, str) and email else None
