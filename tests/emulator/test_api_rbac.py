@@ -392,3 +392,30 @@ def test_subject_access_review_for_a_user_and_groups(rbac_on: Emulator, admin: R
 
     assert review(["sre"])["allowed"] is True
     assert review([])["allowed"] is False
+
+
+@pytest.mark.kubectl
+def test_kubectl_auth_can_i_list(rbac_on: Emulator, admin: Raw, tmp_path: Path) -> None:
+    kc = rbac_on.write_kubeconfig(tmp_path / "kc")
+    role(admin, "impersonator", [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}])
+    bind(
+        admin,
+        "impersonator",
+        "ClusterRole",
+        "impersonator",
+        [{"kind": "ServiceAccount", "name": "nsstuck", "namespace": "nsstuck"}],
+    )
+    rules = [
+        {"apiGroups": ["kiali.io"], "resources": ["kialis"], "verbs": ["get", "patch"], "resourceNames": ["kiali"]}
+    ]
+    role(admin, "kiali", rules, "team")
+    bind(admin, "alice-kiali", "Role", "kiali", [{"kind": "User", "name": "alice"}], namespace="team")
+    out = kubectl(kc, "auth", "can-i", "--list", "-n", "team", "--as", "alice")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert rows[0] == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
+    assert ["kialis.kiali.io", "[]", "[kiali]", "[get", "patch]"] in rows
+    assert ["selfsubjectaccessreviews.authorization.k8s.io", "[]", "[]", "[create]"] in rows
+    assert ["[/apis/*]", "[]", "[get]"] in rows
+    out = kubectl(kc, "auth", "can-i", "--list", "-n", "other", "--as", "alice")
+    assert "kialis.kiali.io" not in out.stdout

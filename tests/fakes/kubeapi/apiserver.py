@@ -564,7 +564,10 @@ class Cluster:
                 else {"user": {}, "error": "invalid bearer token"}
             )
         elif rt.plural == "selfsubjectrulesreviews":
-            obj["status"] = {"resourceRules": [], "nonResourceRules": [], "incomplete": True}
+            if self.rbac:
+                obj["status"] = rbac.rules_review(self, identity, str(spec.get("namespace") or ""))
+            else:
+                obj["status"] = {"resourceRules": [], "nonResourceRules": [], "incomplete": True}
         else:
             attrs = spec.get("resourceAttributes")
             non_resource = spec.get("nonResourceAttributes")

@@ -101,6 +101,10 @@ SCHEMAS: dict[str, Schema] = {
         ),
     },
     "SelfSubjectReview": {1: ("metadata", OBJECT_META, False)},
+    "SelfSubjectRulesReview": {
+        1: ("metadata", OBJECT_META, False),
+        2: ("spec", {1: ("namespace", "string", False)}, False),
+    },
 }
 UNKNOWN: Schema = {
     1: ("typeMeta", {1: ("apiVersion", "string", False), 2: ("kind", "string", False)}, False),

@@ -191,6 +191,46 @@ def authorize(cluster: Cluster, attrs: Attributes) -> Decision:
     return Decision(False, reason, errors)
 
 
+def rules_review(cluster: Cluster, user: UserInfo, namespace: str) -> dict[str, Any]:
+    """``SelfSubjectRulesReview``'s status: the rules of every binding that applies to ``user`` (the
+    cluster role bindings, then the role bindings of ``namespace``), as the RBAC rule resolver lists them."""
+    resource_rules: list[dict[str, Any]] = []
+    non_resource_rules: list[dict[str, Any]] = []
+    errors: list[str] = []
+    with cluster.store.lock:
+        bindings = [(e.obj, "") for e in cluster.store.items(CLUSTER_ROLE_BINDINGS)]
+        if namespace:
+            bindings += [(e.obj, namespace) for e in cluster.store.items(ROLE_BINDINGS, namespace)]
+        for binding, binding_namespace in bindings:
+            if not any(_applies(subject, user, binding_namespace) for subject in binding.get("subjects") or []):
+                continue
+            rules, err = _role_rules(cluster, binding.get("roleRef") or {}, binding_namespace)
+            if err:
+                errors.append(err)
+            for rule in rules:
+                if rule.get("nonResourceURLs"):
+                    non_resource_rules.append(
+                        {"verbs": list(rule.get("verbs") or []), "nonResourceURLs": list(rule["nonResourceURLs"])}
+                    )
+                    continue
+                out: dict[str, Any] = {
+                    "verbs": list(rule.get("verbs") or []),
+                    "apiGroups": list(rule.get("apiGroups") or []),
+                    "resources": list(rule.get("resources") or []),
+                }
+                if rule.get("resourceNames"):
+                    out["resourceNames"] = list(rule["resourceNames"])
+                resource_rules.append(out)
+    status: dict[str, Any] = {
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": bool(errors),
+    }
+    if errors:
+        status["evaluationError"] = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return status
+
+
 def forbidden_message(attrs: Attributes) -> str:
     """``responsewriters.forbiddenMessage``."""
     user = go_quote(attrs.user.name)
