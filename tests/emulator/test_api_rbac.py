@@ -234,12 +234,18 @@ def test_impersonation_is_authorized_then_acts_as_the_user(rbac_on: Emulator, ad
     # the same request without impersonation: the service account itself may not
     code, _, raw = _impersonating(emu, emu.user_token, "PATCH", path, [], body={"data": {"x": "2"}})
     assert code == 403
-    # a group without a user: the filter's 500, in plain text
+    # a group without a user: the filter's BadRequest
     code, ctype, raw = _impersonating(emu, emu.user_token, "GET", path, [("Impersonate-Group", "sre")])
-    assert (code, ctype) == (500, "text/plain; charset=utf-8")
-    assert raw.decode() == (
-        f'Internal Server Error: "{path}": requested [{{Group  sre    }}] without impersonating a user\n'
-    )
+    assert (code, ctype) == (400, "application/json")
+    assert json.loads(raw) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "requested [{Group  sre    }] without impersonating a user",
+        "reason": "BadRequest",
+        "code": 400,
+    }
 
 
 def test_reviews_answer_for_the_impersonated_user(rbac_on: Emulator, admin: Raw) -> None:

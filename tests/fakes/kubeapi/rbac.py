@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import ApiError, forbidden, go_quote
+from .errors import ApiError, bad_request, forbidden, go_quote
 
 if TYPE_CHECKING:
     from .apiserver import Cluster
@@ -312,17 +312,8 @@ def impersonate(
         )
         refs.append(_go_reference("UID", name=uid, api_version="authentication.k8s.io/v1"))
     if not user:
-        # buildImpersonationRequests' error, answered by responsewriters.InternalError as plain text
-        error = f"requested [{' '.join(refs)}] without impersonating a user"
-        text = _sanitize(f"Internal Server Error: {go_quote(request_uri)}: {error}") + "\n"
-        raise ApiError(
-            500,
-            "",
-            "",
-            raw=text.encode(),
-            content_type="text/plain; charset=utf-8",
-            headers={"X-Content-Type-Options": "nosniff"},
-        )
+        # buildImpersonationRequests' error, a BadRequest Status (before Kubernetes 1.2x: a plain-text 500)
+        raise bad_request(f"requested [{' '.join(refs)}] without impersonating a user")
     for attrs, _ in requests:
         if knobs and cluster.knobs.is_forbidden(attrs.resource, attrs.group, "impersonate", attrs.namespace or None):
             raise forbidden_error(attrs)
@@ -330,8 +321,11 @@ def impersonate(
             decision = authorize(cluster, attrs)
             if not decision.allowed:
                 raise forbidden_error(attrs, decision.reason)
-    if name != "system:anonymous" and not any(g in (ALL_AUTHENTICATED, ALL_UNAUTHENTICATED) for g in result_groups):
-        result_groups.append(ALL_AUTHENTICATED)
+    if name != "system:anonymous":
+        if not any(g in (ALL_AUTHENTICATED, ALL_UNAUTHENTICATED) for g in result_groups):
+            result_groups.append(ALL_AUTHENTICATED)
+    elif ALL_UNAUTHENTICATED not in result_groups:
+        result_groups.append(ALL_UNAUTHENTICATED)
     return UserInfo(
         name,
         tuple(result_groups),
