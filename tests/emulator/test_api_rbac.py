@@ -425,3 +425,46 @@ def test_kubectl_auth_can_i_list(rbac_on: Emulator, admin: Raw, tmp_path: Path) 
     assert ["[/apis/*]", "[]", "[get]"] in rows
     out = kubectl(kc, "auth", "can-i", "--list", "-n", "other", "--as", "alice")
     assert "kialis.kiali.io" not in out.stdout
+
+
+def test_impersonated_uid_and_extra(rbac_on: Emulator, admin: Raw) -> None:
+    emu = rbac_on
+    review = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    headers = [("Impersonate-User", "alice"), ("Impersonate-Uid", "u-1"), ("Impersonate-Extra-Team%2Fname", "payments")]
+    role(admin, "users", [{"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]}])
+    bind(
+        admin, "users", "ClusterRole", "users", [{"kind": "ServiceAccount", "name": "nsstuck", "namespace": "nsstuck"}]
+    )
+    code, _, raw = _impersonating(emu, emu.user_token, "POST", review, headers, body=body)
+    assert code == 403
+    assert json.loads(raw)["message"] == (
+        f'userextras.authentication.k8s.io "payments" is forbidden: User "{SA}" cannot impersonate resource '
+        '"userextras/team/name" in API group "authentication.k8s.io" at the cluster scope'
+    )
+    role(
+        admin,
+        "extras",
+        [
+            {
+                "apiGroups": ["authentication.k8s.io"],
+                "resources": ["userextras/team/name", "uids"],
+                "verbs": ["impersonate"],
+            }
+        ],
+    )
+    bind(
+        admin,
+        "extras",
+        "ClusterRole",
+        "extras",
+        [{"kind": "ServiceAccount", "name": "nsstuck", "namespace": "nsstuck"}],
+    )
+    code, _, raw = _impersonating(emu, emu.user_token, "POST", review, headers, body=body)
+    assert code == 201, raw
+    assert json.loads(raw)["status"]["userInfo"] == {
+        "username": "alice",
+        "uid": "u-1",
+        "groups": ["system:authenticated"],
+        "extra": {"team/name": ["payments"]},
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from .errors import ApiError, bad_request, forbidden, go_quote
 
@@ -275,7 +276,13 @@ def impersonate(
     extra: dict[str, list[str]] = {}
     for key, value in headers.items():
         if key.lower().startswith(IMPERSONATE_EXTRA.lower()):
-            extra.setdefault(key[len(IMPERSONATE_EXTRA) :].lower(), []).append(value)
+            # the key lower-cased, then %-decoded (unescapeExtraKey; a malformed escape is kept as sent)
+            raw_key = key[len(IMPERSONATE_EXTRA) :].lower()
+            try:
+                extra_key = unquote(raw_key, errors="strict")
+            except UnicodeDecodeError:
+                extra_key = raw_key
+            extra.setdefault(extra_key, []).append(value)
     if not (user or groups or uid or extra):
         return None
     requests: list[tuple[Attributes, str]] = []
