@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -269,10 +269,17 @@ class ClusterConfig(_Strict):
     # (Kubernetes impersonation), mapped to a Kubernetes identity by `impersonation`
     act_as_approver: bool = False
     impersonation: ImpersonationConfig | None = None
+    # whether people from outside the workspace (Slack Connect, strangers) and guests may request and
+    # approve changes here; they may diagnose wherever the channel allows it in any case
+    allow_external_users: bool = False
 
     @property
     def cluster_name(self) -> ClusterName:
         return ClusterName(self.name)
+
+    def allows(self, channel: str) -> bool:
+        """Whether this cluster may be used from `channel` (no channel list: from any)."""
+        return not self.channels or channel in self.channels
 
     @model_validator(mode="after")
     def _one_way_in(self) -> ClusterConfig:
@@ -367,6 +374,21 @@ class AppConfig(_Strict):
     @property
     def cluster_names(self) -> list[str]:
         return [c.name for c in self.clusters]
+
+    def clusters_in(self, channel: str) -> tuple[str, ...]:
+        """The names of the clusters that may be used from `channel`."""
+        return tuple(c.name for c in self.clusters if c.allows(channel))
+
+    def clusters_seen_by(self, is_member: Callable[[str], bool], among: Iterable[str] | None = None) -> frozenset[str]:
+        """The names of the clusters (of `among`, default all) a person may see outside any channel (the
+        App Home): those with no channel list, and those with a channel `is_member` says they are in.
+        `is_member` is asked only as far as needed."""
+        wanted = None if among is None else set(among)
+        return frozenset(
+            c.name
+            for c in self.clusters
+            if (wanted is None or c.name in wanted) and (not c.channels or any(is_member(ch) for ch in c.channels))
+        )
 
 
 class _KeyedError(ValueError):

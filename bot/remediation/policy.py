@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from bot.domain.findings import Action, Diagnosis, Remedy
+from bot.domain.people import Standing
 from bot.remediation.kinds.registry import KINDS, kind_of
 from bot.settings import ClusterConfig
 
@@ -55,6 +56,21 @@ def eligible_approvers(approvers: Iterable[str], members: GroupMembers) -> froze
         else:
             users.add(approver)
     return frozenset(users)
+
+
+COULD_NOT_CHECK_PERSON = "Could not check who you are with Slack just now; try again in a moment."
+
+
+def outsider_refusal(cluster: ClusterConfig, standing: Standing, doing: str) -> str | None:
+    """Why this person may not `doing` ("request", "approve") a change on this cluster, or None: people
+    of other organisations and guests only where `allow_external_users` says so; when Slack could not
+    say who they are, nobody (closed, not open)."""
+    if cluster.allow_external_users or standing is Standing.MEMBER:
+        return None
+    if standing is Standing.UNKNOWN:
+        return COULD_NOT_CHECK_PERSON
+    who = "Guests" if standing is Standing.GUEST else "People outside this workspace"
+    return f"{who} cannot {doing} changes on cluster `{cluster.name}`."
 
 
 def cannot_approve(user: str, *, requester: str, approvers: frozenset[str]) -> str | None:

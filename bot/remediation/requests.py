@@ -233,8 +233,10 @@ def decide(
     approvers: frozenset[str],
     now: datetime,
     execution_timeout: timedelta,
+    outsider: str | None = None,
 ) -> Vote:
-    """One click on Approve or Reject, decided in one transaction."""
+    """One click on Approve or Reject, decided in one transaction. `outsider`: why this person may not
+    approve whoever they are (`policy.outsider_refusal`), refused and recorded like any other refusal."""
     with db.unit_of_work() as uow:
         request = uow.requests.get(request_id)
         if request is None:
@@ -251,7 +253,7 @@ def decide(
             return Vote(VoteKind.EXPIRED, _reload(uow, request_id), "This request has expired; request it again.")
         decision = "approve" if approve else "reject"
         if approve:
-            refusal = policy.cannot_approve(user, requester=view.requested_by, approvers=approvers)
+            refusal = outsider or policy.cannot_approve(user, requester=view.requested_by, approvers=approvers)
         else:
             refusal = policy.cannot_reject(user, requester=view.requested_by, approvers=approvers)
         if refusal:

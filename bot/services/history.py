@@ -47,6 +47,7 @@ Counts are sorted by count, largest first, then by name; `recurring` lists at mo
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -131,6 +132,9 @@ class Filters:
     namespace: str | None = None
     open_only: bool = False
     limit: int = 20
+    # only these clusters (a channel's, for `/nsstuck history`); None: every cluster. Not in the JSON:
+    # the command line, which writes it, never narrows this way
+    within: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,19 +209,24 @@ def history(
     open_only: bool = False,
     limit: int = 20,
     now: datetime | None = None,
+    within: Collection[str] | None = None,
 ) -> History:
-    """Recent incidents (open first, newest first) and the summary of the same cluster/namespace scope."""
+    """Recent incidents (open first, newest first) and the summary of the same cluster/namespace scope;
+    `within` narrows both to those clusters (none at all when it is empty)."""
     if limit < 1 or limit > MAX_LIMIT:
         raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
+    clusters = None if within is None else tuple(sorted(set(within)))
     with db.unit_of_work() as uow:
         repository = uow.history
-        incidents = repository.recent(cluster=cluster, namespace=namespace, open_only=open_only, limit=limit)
+        incidents = repository.recent(
+            cluster=cluster, namespace=namespace, open_only=open_only, limit=limit, within=clusters
+        )
         stats = repository.run_stats([incident.id for incident in incidents])
         entries = tuple(_entry(incident, stats.get(incident.id)) for incident in incidents)
-        rows = repository.summary(cluster=cluster, namespace=namespace)
+        rows = repository.summary(cluster=cluster, namespace=namespace, within=clusters)
     return History(
         generated_at=now or datetime.now(UTC),
-        filters=Filters(cluster=cluster, namespace=namespace, open_only=open_only, limit=limit),
+        filters=Filters(cluster=cluster, namespace=namespace, open_only=open_only, limit=limit, within=clusters),
         incidents=entries,
         summary=_summary(rows),
     )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
+from bot.domain.people import Standing
 from bot.domain.refs import ClusterName
 from bot.errors import UserError
 from bot.kube.connecting import Impersonation
@@ -83,15 +84,29 @@ class Remediation:
 
     # -- a remedy's button -------------------------------------------------------------------
 
-    def file(self, *, run_id: int, remedy_id: str, user: str, channel: str, thread_ts: str | None) -> Filed:
+    def file(
+        self,
+        *,
+        run_id: int,
+        remedy_id: str,
+        user: str,
+        channel: str,
+        thread_ts: str | None,
+        standing: Callable[[], Standing],
+    ) -> Filed:
         """File a request for a remedy of a recorded run, and show it in its thread (the incident's own
-        thread when it lives in this channel). Raises UserError (or UnknownClusterError) to refuse."""
+        thread when it lives in this channel). Raises UserError (or UnknownClusterError) to refuse.
+        `standing` says who the person is, asked fresh (unless the cluster allows external users)."""
         cluster_name = run_cluster(self.db, run_id)
         if cluster_name is None:
             raise UserError("That diagnosis is not on record any more; run `/nsstuck` again.")
         cluster = self.config.require_cluster(cluster_name)
-        if cluster.channels and channel not in cluster.channels:
+        if not cluster.allows(channel):
             raise UserError(f"Cluster `{cluster.name}` cannot be changed from this channel.")
+        if not cluster.allow_external_users:
+            refusal = policy.outsider_refusal(cluster, standing(), "request")
+            if refusal:
+                raise UserError(refusal)
         filed = file_request(
             self.db,
             run_id=run_id,
@@ -133,9 +148,25 @@ class Remediation:
         UnknownClusterError for a cluster that is no longer registered."""
         return policy.eligible_approvers(self.config.require_cluster(cluster).approvers, members)
 
-    def decide(self, request_id: int, *, user: str, approve: bool, approvers: frozenset[str]) -> Vote:
+    def decide(
+        self,
+        request_id: int,
+        *,
+        user: str,
+        approve: bool,
+        approvers: frozenset[str],
+        standing: Callable[[], Standing],
+    ) -> Vote:
         """One click on Approve or Reject. The request's message is redrawn, a rejection said in its
-        thread, and a vote that completes the approvals starts the execution on the worker pool."""
+        thread, and a vote that completes the approvals starts the execution on the worker pool.
+        `standing` says who the person is, asked fresh for an approval (unless the cluster allows
+        external users); an outsider's approval is refused and recorded."""
+        outsider = None
+        if approve:
+            view = load(self.db, request_id)
+            cluster = self.config.cluster(view.cluster) if view is not None else None
+            if cluster is not None and not cluster.allow_external_users:
+                outsider = policy.outsider_refusal(cluster, standing(), "approve")
         vote = decide(
             self.db,
             request_id,
@@ -144,6 +175,7 @@ class Remediation:
             approvers=approvers,
             now=self.clock(),
             execution_timeout=timedelta(seconds=self.settings.execution_timeout_seconds),
+            outsider=outsider,
         )
         if vote.kind in (VoteKind.REFUSED, VoteKind.DUPLICATE, VoteKind.CLOSED, VoteKind.UNKNOWN):
             return vote

@@ -20,11 +20,12 @@ from bot.services.metrics import Metrics
 from bot.services.remediating import Remediation
 from bot.settings import AppConfig, Settings
 from bot.slack import installation
-from bot.slack.directory import GroupDirectory
+from bot.slack.directory import ChannelMembers, GroupDirectory
 from bot.slack.listeners.actions import ActionListener
 from bot.slack.listeners.commands import CommandListener
 from bot.slack.listeners.events import EventListener
 from bot.slack.notifier import SlackNotifier
+from bot.slack.people import People
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -88,8 +89,10 @@ def create_app(
         user_per_minute=settings.user_commands_per_minute, channel_per_minute=settings.channel_commands_per_minute
     )
     CommandListener(config=config, db=db, metrics=metrics, answering=answering, limits=limits).register(app)
-    EventListener(db=db, slack=slack).register(app)
-    ActionListener(remediation=remediation, slack=slack, directory=GroupDirectory(slack.client)).register(app)
+    EventListener(db=db, config=config, slack=slack, channels=ChannelMembers(slack.client)).register(app)
+    ActionListener(
+        remediation=remediation, slack=slack, directory=GroupDirectory(slack.client), people=People(slack.client, ours)
+    ).register(app)
     app.error(_on_error)
     return SlackDoor(app=app, settings=settings, db=db, metrics=metrics, closing=closing)
 

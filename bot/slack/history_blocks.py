@@ -67,7 +67,7 @@ def _scope(history: History) -> str:
         return _place(filters.cluster, filters.namespace)
     if filters.cluster:
         return f"*{escape(filters.cluster)}*"
-    return "every cluster"
+    return "every cluster" if filters.within is None else "the clusters of this channel"
 
 
 def _section(text: str) -> Block:
@@ -140,7 +140,9 @@ def history_message(history: History, *, workspace: str | None = None) -> Messag
         blocks.append(block)
         budget -= _length(block)
     blocks.extend(tail)
-    where = history.filters.cluster or "every cluster"
+    where = history.filters.cluster or (
+        "every cluster" if history.filters.within is None else "the clusters of this channel"
+    )
     if history.filters.cluster and history.filters.namespace:
         where = f"{history.filters.cluster}/{history.filters.namespace}"
     text = f"Incidents on {escape(where)}: {summary.open} open, {summary.resolved} resolved"

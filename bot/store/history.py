@@ -79,17 +79,20 @@ class HistoryRepository:
         namespace: str | None = None,
         open_only: bool = False,
         limit: int = 20,
+        within: Sequence[str] | None = None,
     ) -> list[IncidentRecord]:
-        """At most `limit` incidents: the open ones first, then the resolved ones, newest first in each."""
+        """At most `limit` incidents: the open ones first, then the resolved ones, newest first in each.
+        `within`: only these clusters."""
         if limit <= 0:
             return []
-        found = list(self._session.scalars(self._page("open", cluster, namespace, limit)))
+        scope = self._scope(cluster, namespace, within)
+        found = list(self._session.scalars(self._page("open", scope, limit)))
         if not open_only and len(found) < limit:
-            found.extend(self._session.scalars(self._page("resolved", cluster, namespace, limit - len(found))))
+            found.extend(self._session.scalars(self._page("resolved", scope, limit - len(found))))
         return [record_of(IncidentRecord, incident) for incident in found]
 
-    def _page(self, status: str, cluster: str | None, namespace: str | None, limit: int) -> Select[Incident]:
-        query = select(Incident).where(*self._scope(cluster, namespace), Incident.status == status)
+    def _page(self, status: str, scope: list[ColumnElement[bool]], limit: int) -> Select[Incident]:
+        query = select(Incident).where(*scope, Incident.status == status)
         return query.order_by(Incident.first_seen_at.desc(), Incident.id.desc()).limit(limit)
 
     def run_stats(self, incident_ids: Sequence[int]) -> dict[int, RunStats]:
@@ -109,9 +112,11 @@ class HistoryRepository:
 
     # -- the summary --------------------------------------------------------------------------
 
-    def summary(self, *, cluster: str | None = None, namespace: str | None = None) -> SummaryRows:
+    def summary(
+        self, *, cluster: str | None = None, namespace: str | None = None, within: Sequence[str] | None = None
+    ) -> SummaryRows:
         """Counts by status, cause and cluster, the median time to resolution, the recurring namespaces."""
-        scope = self._scope(cluster, namespace)
+        scope = self._scope(cluster, namespace, within)
         count = func.count().label("n")
         # one pass over the scope for the three breakdowns: at most statuses x causes x clusters groups
         by_status: dict[str, int] = {}
@@ -166,8 +171,10 @@ class HistoryRepository:
     # -- helpers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _scope(cluster: str | None, namespace: str | None) -> list[ColumnElement[bool]]:
+    def _scope(cluster: str | None, namespace: str | None, within: Sequence[str] | None) -> list[ColumnElement[bool]]:
         scope: list[ColumnElement[bool]] = []
+        if within is not None:  # an empty IN is false on both dialects: nothing
+            scope.append(Incident.cluster.in_(list(within)))
         if cluster is not None:
             scope.append(Incident.cluster == cluster)
         if namespace is not None:

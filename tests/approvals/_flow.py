@@ -35,6 +35,7 @@ def write_config(
     required: int = 1,
     remediation: bool = True,
     cluster_extra: str = "",
+    allow_external_users: bool = False,
 ) -> Path:
     kube.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
     listed = ", ".join(approvers)
@@ -46,7 +47,9 @@ def write_config(
         f"    channels: [{OPS_CHANNEL}]\n"
         f"    approvers: [{listed}]\n"
         f"    required_approvals: {required}\n"
-        f"    remediation: {'true' if remediation else 'false'}\n" + cluster_extra
+        f"    remediation: {'true' if remediation else 'false'}\n"
+        + ("    allow_external_users: true\n" if allow_external_users else "")
+        + cluster_extra
     )
     return config
 
@@ -234,9 +237,16 @@ def remediation_bot(
     extra_env: dict[str, str] | None = None,
     socket_mode: bool = False,
     cluster_extra: str = "",
+    allow_external_users: bool = False,
 ) -> Iterator[Flow]:
     config = write_config(
-        tmp_path, kube, approvers=approvers, required=required, remediation=remediation, cluster_extra=cluster_extra
+        tmp_path,
+        kube,
+        approvers=approvers,
+        required=required,
+        remediation=remediation,
+        cluster_extra=cluster_extra,
+        allow_external_users=allow_external_users,
     )
     database = database or f"sqlite:///{tmp_path / 'bot.db'}"
     migrating.upgrade(database)

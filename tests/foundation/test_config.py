@@ -52,6 +52,7 @@ def kubeconfig(tmp_path: Path) -> Path:
 def test_example_config_is_valid() -> None:
     config = load_config(REPO / "config" / "nsstuck.example.yaml")
     assert config.cluster_names == ["prod-eu", "staging"]
+    assert config.require_cluster("prod-eu").allow_external_users is False
     assert config.digests[0].stuck_after == timedelta(minutes=30)
     assert config.digests[0].timezone == "Europe/Berlin"
 
@@ -67,6 +68,7 @@ def test_full_config_loads(tmp_path: Path, kubeconfig: Path) -> None:
             channels: [C0123ABCD]
             approvers: [U0AAAAAAA, S0BBBBBBB]
             required_approvals: 2
+            allow_external_users: true
           - name: local
             in_cluster: true
         digests:
@@ -81,7 +83,9 @@ def test_full_config_loads(tmp_path: Path, kubeconfig: Path) -> None:
     prod = config.require_cluster("prod-eu")
     assert prod.required_approvals == 2
     assert prod.approvers == ("U0AAAAAAA", "S0BBBBBBB")
+    assert prod.allow_external_users is True
     assert config.require_cluster("local").in_cluster
+    assert config.require_cluster("local").allow_external_users is False  # guests and outsiders: not by default
     assert config.digests[0].stuck_after == timedelta(hours=1, minutes=30)
 
 
@@ -152,6 +156,14 @@ BAD_CONFIGS = {
         "clusters:\n  - name: prod\n    in_cluster: true\n    required_approvals: 0\n",
         "clusters[0].required_approvals (line 4)",
     ),
+    "allow_external_users not a boolean": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    allow_external_users: sometimes\n",
+        "clusters[0].allow_external_users (line 4): Input should be a valid boolean",
+    ),
+    "allow_external_users misspelt": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    allow_external_user: true\n",
+        "clusters[0].allow_external_user (line 4): unknown key",
+    ),
     "both kubeconfig and in_cluster": (
         "clusters:\n  - name: prod\n    in_cluster: true\n    kubeconfig: /tmp/k\n",
         "set either kubeconfig or in_cluster: true, not both",
@@ -181,6 +193,7 @@ def test_bad_config_raises_config_error_naming_file_and_key(tmp_path: Path, case
         "duplicate cluster",
         "malformed cron",
         "unreadable kubeconfig path",
+        "allow_external_users not a boolean",
     ],
 )
 def test_bad_config_stops_the_program_with_exit_2_and_one_line(tmp_path: Path, case: str) -> None:

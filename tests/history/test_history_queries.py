@@ -114,6 +114,31 @@ def test_filters(database: Database) -> None:
     assert history(database, cluster="nowhere", now=NOW).incidents == ()
 
 
+def test_within_narrows_the_list_and_the_summary_to_those_clusters(database: Database) -> None:
+    """`/nsstuck history` typed in a channel: only the clusters the channel may use."""
+    ids = _fill(database)
+    us = history(database, within=("prod-us", "gone"), now=NOW)
+    assert _names(us, ids) == ["app", "other"]
+    assert (us.summary.incidents, us.summary.open, us.summary.resolved) == (2, 0, 2)
+    assert [(c.name, c.count) for c in us.summary.by_cluster] == [("prod-us", 2)]
+    assert us.summary.recurring == ()
+    assert us.summary.median_time_to_resolution_seconds == int(3.5 * 3600)
+    both = history(database, within=("prod-eu", "prod-us"), open_only=True, now=NOW)
+    assert _names(both, ids) == ["istio-3", "monitoring"]
+    nothing = history(database, within=(), now=NOW)
+    assert nothing.incidents == ()
+    assert (
+        nothing.summary.incidents,
+        nothing.summary.by_cluster,
+        nothing.summary.median_time_to_resolution_seconds,
+    ) == (
+        0,
+        (),
+        None,
+    )
+    assert "within" not in json.dumps(us.to_json())  # the JSON of `nsstuck history` is unchanged
+
+
 def test_entries_carry_runs_thread_and_durations(database: Database) -> None:
     ids = _fill(database)
     entries = {entry.id: entry for entry in history(database, now=NOW).incidents}

@@ -16,8 +16,9 @@ from bot.errors import UnknownClusterError, UserError
 from bot.remediation.requests import VoteKind
 from bot.services.remediating import Remediation
 from bot.slack import ids
-from bot.slack.directory import GroupDirectory
+from bot.slack.directory import GroupDirectory, GroupsUnavailable
 from bot.slack.notifier import SlackNotifier
+from bot.slack.people import People
 from bot.slack.shapes import click_channel
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,13 @@ NOT_OURS = "That button is not one of nsstuck's."
 
 
 class ActionListener:
-    def __init__(self, *, remediation: Remediation, slack: SlackNotifier, directory: GroupDirectory) -> None:
+    def __init__(
+        self, *, remediation: Remediation, slack: SlackNotifier, directory: GroupDirectory, people: People
+    ) -> None:
         self.remediation = remediation
         self.slack = slack
         self.directory = directory
+        self.people = people
 
     def register(self, app: App) -> None:
         app.action(ids.REQUEST_REMEDY_PATTERN)(self.on_request)
@@ -75,7 +79,12 @@ class ActionListener:
         thread = str(message.get("thread_ts") or message.get("ts") or "") or None
         try:
             filed = self.remediation.file(
-                run_id=int(matched.group(1)), remedy_id=matched.group(2), user=user, channel=channel, thread_ts=thread
+                run_id=int(matched.group(1)),
+                remedy_id=matched.group(2),
+                user=user,
+                channel=channel,
+                thread_ts=thread,
+                standing=lambda: self.people.standing(user),
             )
         except (UserError, UnknownClusterError) as e:
             self._tell(body, str(e))
@@ -108,10 +117,18 @@ class ActionListener:
             self._tell(body, NOT_OURS)
             return
         try:
+            # the groups are read now, for this decision: someone removed from one a moment ago is out
             eligible = self.remediation.approvers(view.cluster, self.directory.members)
         except UnknownClusterError:
             self._tell(body, f"Cluster `{view.cluster}` is no longer registered; nothing can be changed there.")
             return
-        vote = self.remediation.decide(request_id, user=user, approve=approve, approvers=eligible)
+        except GroupsUnavailable:
+            if approve or user != view.requested_by:  # whoever asked may withdraw without the groups
+                self._tell(body, "Could not check who may approve here with Slack just now; try again in a moment.")
+                return
+            eligible = frozenset()
+        vote = self.remediation.decide(
+            request_id, user=user, approve=approve, approvers=eligible, standing=lambda: self.people.standing(user)
+        )
         if vote.kind in (VoteKind.REFUSED, VoteKind.DUPLICATE, VoteKind.CLOSED, VoteKind.UNKNOWN, VoteKind.EXPIRED):
             self._tell(body, vote.message)

@@ -75,18 +75,19 @@ class CommandListener:
             ack(text=self._clusters_text(channel))
             return
         if isinstance(parsed, parsing.History):
-            if parsed.cluster:
-                allowed = config.require_cluster(parsed.cluster).channels
-                if allowed and channel not in allowed:
-                    ack(text=f"Cluster {code(parsed.cluster)} cannot be looked at from this channel.")
-                    return
-            found = history(self.db, cluster=parsed.cluster, namespace=parsed.namespace)
+            if parsed.cluster and not config.require_cluster(parsed.cluster).allows(channel):
+                ack(text=f"Cluster {code(parsed.cluster)} cannot be looked at from this channel.")
+                return
+            # without a cluster: only those this channel may use (not those of other channels, nor
+            # clusters no longer registered)
+            within = None if parsed.cluster else config.clusters_in(channel)
+            found = history(self.db, cluster=parsed.cluster, namespace=parsed.namespace, within=within)
             workspace = history_blocks.workspace_url(str(command.get("team_domain") or "") or None)
             message = history_blocks.history_message(found, workspace=workspace)
             ack(text=message.text, blocks=list(message.blocks))
             return
         cluster = config.require_cluster(parsed.cluster)
-        if cluster.channels and channel not in cluster.channels:
+        if not cluster.allows(channel):
             ack(text=f"Cluster {code(cluster.name)} cannot be diagnosed from this channel.")
             return
         try:
@@ -105,6 +106,5 @@ class CommandListener:
             return "No cluster is registered yet (see the config file's `clusters:`)."
         lines = []
         for cluster in clusters:
-            allowed = not cluster.channels or channel in cluster.channels
-            lines.append(f"• {code(cluster.name)}" + ("" if allowed else " (not from this channel)"))
+            lines.append(f"• {code(cluster.name)}" + ("" if cluster.allows(channel) else " (not from this channel)"))
         return "Registered clusters:\n" + "\n".join(lines)

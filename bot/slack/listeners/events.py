@@ -1,4 +1,6 @@
-"""Events: the App Home tab, drawn afresh each time a user opens it."""
+"""Events: the App Home tab, drawn afresh each time a user opens it, with what that user may see: the
+incidents and pending requests of clusters with no channel list, and of clusters with a channel the
+user is a member of (`conversations.members`, kept a minute for display; `bot.slack.directory`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ from slack_sdk.errors import SlackApiError
 
 from bot.remediation.requests import open_requests
 from bot.services.followup import open_incidents
+from bot.settings import AppConfig
 from bot.slack import blocks
+from bot.slack.directory import ChannelMembers
 from bot.slack.notifier import SlackNotifier
 from bot.slack.remediation_blocks import pending_lines
 from bot.slack.shapes import USER_ID
@@ -21,9 +25,11 @@ log = logging.getLogger(__name__)
 
 
 class EventListener:
-    def __init__(self, *, db: Database, slack: SlackNotifier) -> None:
+    def __init__(self, *, config: AppConfig, db: Database, slack: SlackNotifier, channels: ChannelMembers) -> None:
+        self.config = config
         self.db = db
         self.slack = slack
+        self.channels = channels
 
     def register(self, app: App) -> None:
         app.event("app_home_opened")(self.on_home_opened)
@@ -33,11 +39,18 @@ class EventListener:
         if event.get("tab", "home") != "home" or not (isinstance(user, str) and USER_ID.fullmatch(user)):
             return
         now = datetime.now(UTC)
+        incidents = open_incidents(self.db)
+        requests = open_requests(self.db)
+        # membership is asked only for the clusters that have something to show
+        shown = self.config.clusters_seen_by(
+            lambda channel: self.channels.is_member(user, channel),
+            among={i.cluster for i in incidents} | {r.cluster for r in requests},
+        )
         view = blocks.home(
-            open_incidents(self.db),
+            [i for i in incidents if i.cluster in shown],
             workspace_url=self.slack.workspace(),
             now_seconds=lambda since: int((now - since).total_seconds()),
-            requests=pending_lines(open_requests(self.db)),
+            requests=pending_lines([r for r in requests if r.cluster in shown]),
         )
         try:
             self.slack.client.views_publish(user_id=user, view=view)

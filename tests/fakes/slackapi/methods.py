@@ -293,7 +293,7 @@ def users_info(st: State, call: Call) -> Reply:
     user = st.users.get(_str(call.params, "user") or "")
     if user is None:
         raise SlackError("user_not_found")
-    return ok(user=user.to_api(st.identity.team_id))
+    return ok(user=user.to_api(st.identity.team_id, st.identity.enterprise_id))
 
 
 @method("users.lookupByEmail")
@@ -301,7 +301,7 @@ def users_lookup_by_email(st: State, call: Call) -> Reply:
     email = (_str(call.params, "email") or "").lower()
     for user in list(st.users.values()):
         if user.email and user.email.lower() == email:
-            return ok(user=user.to_api(st.identity.team_id))
+            return ok(user=user.to_api(st.identity.team_id, st.identity.enterprise_id))
     raise SlackError("users_not_found")
 
 
@@ -326,7 +326,11 @@ def _decode_cursor(cursor: str) -> int:
 
 @method("conversations.members")
 def conversations_members(st: State, call: Call) -> Reply:
+    """A page of the channel's member ids (``limit`` under 1000, ``cursor``); a private channel the bot is
+    not in is not found, as Slack answers."""
     channel = st.resolve_channel(call.params.get("channel"))
+    if channel.is_private and not channel.bot_is_member:
+        raise SlackError("channel_not_found")
     limit = max(1, min(1000, _int(call.params, "limit", 100)))
     cursor = _str(call.params, "cursor")
     start = _decode_cursor(cursor) if cursor else 0

@@ -65,23 +65,40 @@ class User:
     tz: str = "Europe/Berlin"
     is_bot: bool = False
     deleted: bool = False
+    # who they are to the workspace: another workspace's person (``team_id``, and on Enterprise Grid their
+    # organisation, ``enterprise_id``), a guest (multi-channel: restricted; single-channel: ultra
+    # restricted), or a stranger (someone the workspace shares no channel with)
+    team_id: str | None = None  # None: the emulated workspace's
+    enterprise_id: str | None = None  # None: the emulated organisation's, if there is one
+    is_restricted: bool = False
+    is_ultra_restricted: bool = False
+    is_stranger: bool = False
 
-    def to_api(self, team_id: str) -> JSON:
+    def to_api(self, team_id: str, enterprise_id: str | None = None) -> JSON:
+        """As users.info shows them: ``is_stranger`` only when true, ``enterprise_user`` only on Grid."""
         real = self.real_name or self.name.title()
         profile: JSON = {"display_name": self.name, "real_name": real}
         if self.email is not None:
             profile["email"] = self.email
-        return {
+        user: JSON = {
             "id": self.id,
-            "team_id": team_id,
+            "team_id": self.team_id or team_id,
             "name": self.name,
             "deleted": self.deleted,
             "is_bot": self.is_bot,
             "is_app_user": False,
+            "is_restricted": self.is_restricted,
+            "is_ultra_restricted": self.is_ultra_restricted,
             "real_name": real,
             "tz": self.tz,
             "profile": profile,
         }
+        if self.is_stranger:
+            user["is_stranger"] = True
+        enterprise = self.enterprise_id or enterprise_id
+        if enterprise:
+            user["enterprise_user"] = {"id": self.id, "enterprise_id": enterprise, "teams": [user["team_id"]]}
+        return user
 
 
 @dataclass

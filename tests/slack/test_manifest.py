@@ -1,0 +1,56 @@
+"""The app manifest asks for exactly the scopes the code's Web API calls need: a call added without its
+scope fails here (and not at a customer's, with `missing_scope`), and a scope no call needs any more
+is not asked of the people who install the app."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+# the bot-token scopes each Web API method needs (docs.slack.dev/reference/methods/<method>); where
+# two are given, one is for public channels and the other for private ones, and both are asked for
+METHOD_SCOPES: dict[str, tuple[str, ...]] = {
+    "auth_test": (),
+    "bots_info": ("users:read",),
+    "chat_postMessage": ("chat:write",),
+    "chat_update": ("chat:write",),
+    "chat_postEphemeral": ("chat:write",),
+    "conversations_history": ("channels:history", "groups:history"),
+    "conversations_replies": ("channels:history", "groups:history"),
+    "conversations_members": ("channels:read", "groups:read"),
+    "files_upload_v2": ("files:write",),
+    "usergroups_users_list": ("usergroups:read",),
+    "users_info": ("users:read",),
+    "views_publish": (),
+}
+_FAMILIES = "admin|apps|auth|bots|chat|conversations|dnd|emoji|files|pins|reactions|team|usergroups|users|views"
+_CALL = re.compile(rf"\.((?:{_FAMILIES})_[A-Za-z0-9_]+)\(")
+
+
+def _called() -> set[str]:
+    found: set[str] = set()
+    for path in (REPO / "bot").rglob("*.py"):
+        found.update(_CALL.findall(path.read_text()))
+    return found
+
+
+def _manifest_scopes() -> set[str]:
+    manifest = yaml.safe_load((REPO / "slack" / "manifest.yaml").read_text())
+    return set(manifest["oauth_config"]["scopes"]["bot"])
+
+
+def test_every_web_api_call_of_the_bot_is_known_here() -> None:
+    called = _called()
+    assert {"chat_postMessage", "users_info", "conversations_members", "usergroups_users_list"} <= called
+    assert called <= set(METHOD_SCOPES), f"add the scopes of {sorted(called - set(METHOD_SCOPES))} to METHOD_SCOPES"
+
+
+def test_the_manifest_asks_for_exactly_the_scopes_the_calls_need() -> None:
+    needed = {"commands"}  # the /nsstuck slash command
+    for method in _called():
+        needed.update(METHOD_SCOPES[method])
+    assert _manifest_scopes() == needed
