@@ -27,6 +27,9 @@ METHOD_SCOPES: dict[str, tuple[str, ...]] = {
     "users_info": ("users:read",),
     "views_publish": (),
 }
+# scopes that no method needs but a field of an answer does: users.info shows `profile.email` only with
+# users:read.email (read where act_as_approver derives the Kubernetes user from the e-mail)
+FIELD_SCOPES: dict[str, str] = {"users:read.email": '.get("email")'}
 _FAMILIES = "admin|apps|auth|bots|chat|conversations|dnd|emoji|files|pins|reactions|team|usergroups|users|views"
 _CALL = re.compile(rf"\.((?:{_FAMILIES})_[A-Za-z0-9_]+)\(")
 
@@ -53,4 +56,6 @@ def test_the_manifest_asks_for_exactly_the_scopes_the_calls_need() -> None:
     needed = {"commands"}  # the /nsstuck slash command
     for method in _called():
         needed.update(METHOD_SCOPES[method])
+    sources = "".join(path.read_text() for path in (REPO / "bot").rglob("*.py"))
+    needed.update(scope for scope, read in FIELD_SCOPES.items() if read in sources)
     assert _manifest_scopes() == needed
