@@ -25,6 +25,7 @@ from bot.settings import AppConfig, Settings, load_config, load_settings
 if TYPE_CHECKING:
     from bot.kube.connecting import ClusterTarget
     from bot.store.database import Database
+    from bot.store.migrating import MigrationTarget
 
 log = logging.getLogger("nsstuck")
 
@@ -84,6 +85,8 @@ def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
 
     ctx.print(f"config: {ctx.config_path} is valid")
     ctx.print(f"database: {redact_url(settings.database_url)}")
+    if settings.migration_database_url:
+        ctx.print(f"migrations: {redact_url(settings.migration_database_url)}")
     ctx.print(f"clusters: {', '.join(config.cluster_names) if config.clusters else 'none'}")
     for digest in config.digests:
         scope = ", ".join(digest.clusters) if digest.clusters else "all clusters"
@@ -195,13 +198,28 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def _migration_target(ctx: Context, *, granting: bool = False) -> MigrationTarget:
+    """The `db` commands' database (and, for `db upgrade`, `granting`, the runtime role to grant)."""
+    from bot.store import migrating
+
+    settings = ctx.settings
+    if not granting:
+        return migrating.migration_database(settings.database_url, settings.migration_database_url)
+    return migrating.migration_target(
+        settings.database_url, settings.migration_database_url, settings.database_runtime_role
+    )
+
+
 def cmd_db_upgrade(args: argparse.Namespace, ctx: Context) -> int:
     from bot.store import migrating
     from bot.store.database import redact_url
 
-    url = ctx.settings.database_url
-    migrating.upgrade(url, args.revision)
-    ctx.print(f"database {redact_url(url)} is at revision {migrating.current_revision(url)}")
+    target = _migration_target(ctx, granting=True)
+    url, variable = target.url, target.variable
+    migrating.upgrade(url, args.revision, variable=variable, runtime_role=target.runtime_role)
+    ctx.print(f"database {redact_url(url)} is at revision {migrating.current_revision(url, variable=variable)}")
+    if target.runtime_role:
+        ctx.print(f"runtime role {target.runtime_role}: granted what nsstuck serve needs, and no more")
     return 0
 
 
@@ -209,16 +227,19 @@ def cmd_db_downgrade(args: argparse.Namespace, ctx: Context) -> int:
     from bot.store import migrating
     from bot.store.database import redact_url
 
-    url = ctx.settings.database_url
-    migrating.downgrade(url, args.revision)
-    ctx.print(f"database {redact_url(url)} is at revision {migrating.current_revision(url) or 'base'}")
+    target = _migration_target(ctx)
+    url, variable = target.url, target.variable
+    migrating.downgrade(url, args.revision, variable=variable)
+    revision = migrating.current_revision(url, variable=variable)
+    ctx.print(f"database {redact_url(url)} is at revision {revision or 'base'}")
     return 0
 
 
 def cmd_db_current(args: argparse.Namespace, ctx: Context) -> int:
     from bot.store import migrating
 
-    current = migrating.current_revision(ctx.settings.database_url)
+    target = _migration_target(ctx)
+    current = migrating.current_revision(target.url, variable=target.variable)
     head = migrating.head_revision()
     ctx.print(f"current: {current or 'none (empty database)'}")
     ctx.print(f"head: {head}")
@@ -463,7 +484,11 @@ def build_parser() -> argparse.ArgumentParser:
     db_commands = db.add_subparsers(dest="db_command", metavar="ACTION")
     db_commands.required = True
     upgrade = db_commands.add_parser(
-        "upgrade", help="apply migrations to NSSTUCK_DATABASE_URL", description="Apply Alembic migrations."
+        "upgrade",
+        help="apply migrations to NSSTUCK_DATABASE_URL (or NSSTUCK_MIGRATION_DATABASE_URL)",
+        description="Apply Alembic migrations, as NSSTUCK_MIGRATION_DATABASE_URL's role when it is set (else "
+        "NSSTUCK_DATABASE_URL's); with two PostgreSQL roles, then grant the runtime role (NSSTUCK_DATABASE_URL's "
+        "user, or NSSTUCK_DATABASE_RUNTIME_ROLE) what nsstuck serve needs of each table, and no more.",
     )
     upgrade.add_argument("--revision", default="head", help="target revision (default: head)")
     upgrade.set_defaults(handler=cmd_db_upgrade)

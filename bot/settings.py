@@ -593,6 +593,14 @@ class Settings(BaseSettings):
 
     config_path: Path = Field(default=DEFAULT_CONFIG_PATH, validation_alias="NSSTUCK_CONFIG")
     database_url: str = Field(default="sqlite:///nsstuck.db", validation_alias="NSSTUCK_DATABASE_URL")
+    # PostgreSQL with two roles: the URL `nsstuck db upgrade` (downgrade, current) uses, of the role that
+    # owns the schema; unset: NSSTUCK_DATABASE_URL. Never given to `serve`'s pods by the chart
+    migration_database_url: str | None = Field(default=None, validation_alias="NSSTUCK_MIGRATION_DATABASE_URL")
+    # the role `db upgrade` grants the runtime's share of the tables to; unset: with a migration URL, the
+    # user of NSSTUCK_DATABASE_URL (a group role here lets several logins share it, e.g. for rotation)
+    database_runtime_role: str | None = Field(
+        default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_.@$-]{0,62}$", validation_alias="NSSTUCK_DATABASE_RUNTIME_ROLE"
+    )
     slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
@@ -674,10 +682,10 @@ class Settings(BaseSettings):
     def config_path_is_default(self) -> bool:
         return self.config_path == DEFAULT_CONFIG_PATH
 
-    @field_validator("database_url")
+    @field_validator("database_url", "migration_database_url")
     @classmethod
-    def _url_has_scheme(cls, value: str) -> str:
-        if "://" not in value:
+    def _url_has_scheme(cls, value: str | None) -> str | None:
+        if value is not None and "://" not in value:
             raise ValueError("expected a SQLAlchemy URL such as sqlite:///nsstuck.db or postgresql+psycopg://…")
         return value
 

@@ -17,6 +17,8 @@ down_revision: str | None = ${repr(down_revision)}
 branch_labels: str | Sequence[str] | None = ${repr(branch_labels)}
 depends_on: str | Sequence[str] | None = ${repr(depends_on)}
 
+# A new table needs its line in bot/store/grants.py (RUNTIME_PRIVILEGES): what the runtime role may do to it.
+
 
 def upgrade() -> None:
     ${upgrades if upgrades else "pass"}

@@ -4,6 +4,12 @@ Database tests take the `database_url` fixture and run twice: on SQLite (a file 
 PostgreSQL (a database per test on the server that `scripts/pg-test-server` starts; its URL comes in
 NSSTUCK_TEST_POSTGRES_URL). Without that variable the PostgreSQL half is skipped, unless
 NSSTUCK_REQUIRE_POSTGRES=1 (as in CI and `make test`), where it fails instead.
+
+Tests that take the `database` fixture (a migrated database, through the store) run a third time,
+`postgresql-runtime`: migrated by a migration role that owns the database, and worked through as the
+runtime role it granted its share to (README "Database roles"), so that every store test also shows
+the runtime role may do what the store does. `database_url` is then the server's superuser's URL of
+the same database, for looking (and tampering) from outside.
 """
 
 from __future__ import annotations
@@ -16,11 +22,18 @@ import pytest
 
 from bot.store import migrating
 from bot.store.database import Database
-from tests.pgdatabase import temporary_database
+from tests.pgdatabase import Roles, database_with_roles, temporary_database
 
 pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin"]
 
 REPO = Path(__file__).resolve().parents[1]
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgresql", marks=pytest.mark.postgres, id="postgresql"),
+]
+RUNTIME_ROLE = pytest.param("postgresql-runtime", marks=pytest.mark.postgres, id="postgresql-runtime")
+ROLES = pytest.StashKey[Roles]()
 
 
 def _postgres_admin_url() -> str | None:
@@ -32,7 +45,14 @@ def _postgres_admin_url() -> str | None:
     return url
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """`database_url`'s backends: the two, and for tests that take `database` the runtime role's too."""
+    if "database_url" in metafunc.fixturenames:
+        backends = [*BACKENDS, RUNTIME_ROLE] if "database" in metafunc.fixturenames else BACKENDS
+        metafunc.parametrize("database_url", backends, indirect=True)
+
+
+@pytest.fixture
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty database, on each backend in turn."""
     if request.param == "sqlite":
@@ -40,15 +60,26 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         return
     admin = _postgres_admin_url()
     assert admin is not None
+    if request.param == "postgresql-runtime":
+        with database_with_roles(admin) as roles:
+            request.node.stash[ROLES] = roles
+            yield roles.admin
+        return
     with temporary_database(admin) as url:
         yield url
 
 
 @pytest.fixture
-def database(database_url: str) -> Iterator[Database]:
-    """A migrated database, built the way production builds it: by running the migrations."""
-    migrating.upgrade(database_url)
-    db = Database(database_url)
+def database(request: pytest.FixtureRequest, database_url: str) -> Iterator[Database]:
+    """A migrated database, built the way production builds it: by running the migrations (on
+    `postgresql-runtime`, as the migration role, and used as the runtime role)."""
+    roles = request.node.stash.get(ROLES, None)
+    if roles is None:
+        migrating.upgrade(database_url)
+        db = Database(database_url)
+    else:
+        migrating.upgrade(roles.migration, variable=migrating.MIGRATION_URL, runtime_role=roles.runtime_role)
+        db = Database(roles.runtime)
     try:
         yield db
     finally:

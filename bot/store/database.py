@@ -34,18 +34,27 @@ from bot.store.repositories import DiagnosisRepository, IncidentRepository
 _SECRET_PARAMETER = re.compile(r"pass|secret|token", re.IGNORECASE)
 
 
-def _parse(url: str) -> URL:
-    """The parsed URL, or ConfigError saying what is wrong without repeating the URL (it may hold a password)."""
+def _parse(url: str, variable: str = "NSSTUCK_DATABASE_URL") -> URL:
+    """The parsed URL, or ConfigError saying what is wrong without repeating the URL (it may hold a password).
+    `variable` is the setting it came from (NSSTUCK_DATABASE_URL, NSSTUCK_MIGRATION_DATABASE_URL)."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):  # ValueError: a port that is not a number
-        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", "not a valid SQLAlchemy URL") from None
+        raise ConfigError("environment", variable, "not a valid SQLAlchemy URL") from None
     if parsed.host and "@" in parsed.host:
         # user:p@ss@host parses as the host "ss@host": the rest of the password would be shown as the host
-        raise ConfigError(
-            "environment", "NSSTUCK_DATABASE_URL", "the host part holds an '@': write an '@' in the password as %40"
-        )
+        raise ConfigError("environment", variable, "the host part holds an '@': write an '@' in the password as %40")
     return parsed
+
+
+def url_backend(url: str, variable: str = "NSSTUCK_DATABASE_URL") -> str:
+    """The URL's backend ("postgresql", "sqlite" or another), or ConfigError for a URL that does not parse."""
+    return _parse(url, variable).get_backend_name()
+
+
+def url_username(url: str, variable: str = "NSSTUCK_DATABASE_URL") -> str | None:
+    """The user the URL logs in as, if it names one."""
+    return _parse(url, variable).username or None
 
 
 def redact_url(url: str) -> str:
@@ -59,13 +68,13 @@ def redact_url(url: str) -> str:
     return parsed.update_query_dict(hidden).render_as_string(hide_password=True).replace("=%2A%2A%2A", "=***")
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine tuned per backend. Raises ConfigError for a URL that cannot work."""
-    parsed = _parse(url)
+def make_engine(url: str, *, variable: str = "NSSTUCK_DATABASE_URL", **kwargs: Any) -> Engine:
+    """An engine tuned per backend. Raises ConfigError (naming `variable`) for a URL that cannot work."""
+    parsed = _parse(url, variable)
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
         raise ConfigError(
             "environment",
-            "NSSTUCK_DATABASE_URL",
+            variable,
             f"unsupported database {parsed.get_backend_name()!r} (use sqlite or postgresql+psycopg)",
         )
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
@@ -85,7 +94,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     try:
         engine = create_engine(parsed, **options)
     except (NoSuchModuleError, ModuleNotFoundError) as e:
-        raise ConfigError("environment", "NSSTUCK_DATABASE_URL", f"no driver for this URL ({e})") from None
+        raise ConfigError("environment", variable, f"no driver for this URL ({e})") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine

@@ -19,6 +19,7 @@ from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import Delivery
 from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, OPS_CHANNEL
+from tests.pgdatabase import Roles
 from tests.slack._bot import Running, serve_process
 
 JSON = dict[str, Any]
@@ -238,7 +239,10 @@ def remediation_bot(
     socket_mode: bool = False,
     cluster_extra: str = "",
     allow_external_users: bool = False,
+    roles: Roles | None = None,
 ) -> Iterator[Flow]:
+    """The bot on `database` (default: SQLite in tmp_path), migrated first; with `roles`, migrated by the
+    migration role and run as the runtime role (`database` is then theirs)."""
     config = write_config(
         tmp_path,
         kube,
@@ -248,8 +252,12 @@ def remediation_bot(
         cluster_extra=cluster_extra,
         allow_external_users=allow_external_users,
     )
-    database = database or f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(database)
+    if roles is not None:
+        database = roles.runtime
+        migrating.upgrade(roles.migration, variable=migrating.MIGRATION_URL, runtime_role=roles.runtime_role)
+    else:
+        database = database or f"sqlite:///{tmp_path / 'bot.db'}"
+        migrating.upgrade(database)
     env = {**FAST, **(extra_env or {})}
     with serve_process(slack, config, database, tmp_path, extra_env=env, socket_mode=socket_mode) as running:
         if socket_mode:

@@ -181,18 +181,27 @@ class StatementLog:
 # the tables refuse changes
 
 
-def test_audit_entries_and_backups_refuse_update_and_delete(database: Database) -> None:
+def test_audit_entries_and_backups_refuse_update_and_delete(database: Database, database_url: str) -> None:
+    """The triggers refuse whoever may write the tables; the runtime role of two (postgresql-runtime) may
+    not even try (tests/store/test_database_roles.py shows the rest of what it is refused)."""
     append_entries(database, 2)
     add_backup(database, make_request(database))
-    for statement in (
-        update(AuditEntry).where(AuditEntry.seq == 1).values(actor="U0MALLORY"),
-        delete(AuditEntry).where(AuditEntry.seq == 2),
-        update(Backup).values(object={"kind": "forged"}),
-        delete(Backup),
-    ):
-        with pytest.raises(StoreError, match="append-only") as refused, database.unit_of_work() as uow:
-            uow.session.execute(statement)
-        assert isinstance(refused.value.__cause__, DBAPIError)
+    # the bot's own role, then (with two roles) the server's superuser, as someone with every right
+    attempts = [(database, "append-only" if database.url == database_url else "permission denied for table")]
+    owner = Database(database_url)
+    if database.url != database_url:
+        attempts.append((owner, "append-only"))
+    for db, refusal in attempts:
+        for statement in (
+            update(AuditEntry).where(AuditEntry.seq == 1).values(actor="U0MALLORY"),
+            delete(AuditEntry).where(AuditEntry.seq == 2),
+            update(Backup).values(object={"kind": "forged"}),
+            delete(Backup),
+        ):
+            with pytest.raises(StoreError, match=refusal) as refused, db.unit_of_work() as uow:
+                uow.session.execute(statement)
+            assert isinstance(refused.value.__cause__, DBAPIError)
+    owner.dispose()
     assert auditing.verify(database).intact
     with database.unit_of_work() as uow:
         assert uow.audit.head()[0] == 3
@@ -308,7 +317,7 @@ def test_an_expected_head_is_looked_for_on_the_same_paged_walk(database: Databas
         assert all("LIMIT" in s.upper() for s in log.statements if "count(" not in s.lower())
 
 
-def test_a_prefix_that_several_entries_share_counts_as_found(database: Database) -> None:
+def test_a_prefix_that_several_entries_share_counts_as_found(database: Database, database_url: str) -> None:
     append_entries(database, 20)  # 20 hashes, 16 first digits: some first digit is shared
     with database.unit_of_work() as uow:
         hashes = {r.seq: r.hash for r in uow.audit.records()}
@@ -326,7 +335,7 @@ def test_a_prefix_that_several_entries_share_counts_as_found(database: Database)
     )
 
     # the chain must be unbroken up to the last of them
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         conn.execute(text("UPDATE audit_entries SET actor = 'U0MALLORY' WHERE seq = :s"), {"s": sharing[-1]})
     with database.unit_of_work() as uow:
         chain = uow.audit.verify(expect=digit)
@@ -339,9 +348,9 @@ def test_a_prefix_that_several_entries_share_counts_as_found(database: Database)
     assert chain.problem_count == 2
 
 
-def test_breaks_across_page_boundaries_are_found(database: Database) -> None:
+def test_breaks_across_page_boundaries_are_found(database: Database, database_url: str) -> None:
     bulk_chain(database, 450)
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         conn.execute(text("UPDATE audit_entries SET details = :d WHERE seq = 100"), {"d": '{"ok":false,"n":100}'})
         # 200 and 201 straddle the second page boundary; 300 is the last entry of a page
         conn.execute(text("UPDATE audit_entries SET seq = -1 WHERE seq = 200"))
@@ -358,9 +367,9 @@ def test_breaks_across_page_boundaries_are_found(database: Database) -> None:
     )
 
 
-def test_problems_are_counted_all_but_listed_up_to_a_limit(database: Database) -> None:
+def test_problems_are_counted_all_but_listed_up_to_a_limit(database: Database, database_url: str) -> None:
     bulk_chain(database, 30)
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         conn.execute(text("UPDATE audit_entries SET actor = 'U0MALLORY'"))
     with database.unit_of_work() as uow:
         chain = uow.audit.verify(page_size=7, max_problems=5)

@@ -185,7 +185,7 @@ TAMPERING: dict[str, tuple[list[Tamper], list[str]]] = {
 
 
 @pytest.mark.parametrize("case", list(TAMPERING))
-def test_verify_reports_tampering(database: Database, case: str) -> None:
+def test_verify_reports_tampering(database: Database, database_url: str, case: str) -> None:
     append_entries(database, 10)
     code, lines = verify_lines(database) if case == "entry changed" else (0, auditing.verify(database).lines())
     assert code == 0
@@ -193,7 +193,7 @@ def test_verify_reports_tampering(database: Database, case: str) -> None:
     assert lines[0].startswith("audit trail intact: 10 entries, head ")
 
     actions, expected = TAMPERING[case]
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         for action in actions:
             if isinstance(action, str):
                 conn.execute(text(action))
@@ -210,7 +210,7 @@ def test_verify_reports_tampering(database: Database, case: str) -> None:
         assert line.startswith(prefix), (line, prefix)
 
 
-def test_verify_reports_changed_and_missing_backups(database: Database) -> None:
+def test_verify_reports_changed_and_missing_backups(database: Database, database_url: str) -> None:
     request_id = make_request(database)
     append_entries(database, 2, request_id=request_id)
     ids = [
@@ -220,7 +220,7 @@ def test_verify_reports_changed_and_missing_backups(database: Database) -> None:
     assert auditing.verify(database).lines()[0].startswith("audit trail intact: 6 entries, head ")
 
     forged = {**KIALI, "spec": {"deployment": {"replicas": 0}}}
-    with attacker(database.url, "backups") as conn:
+    with attacker(database_url, "backups") as conn:
         # the object alone, then an object with its sha256 recomputed, then a whole row
         conn.execute(text("UPDATE backups SET object = :o WHERE id = :id"), {"o": json.dumps(forged), "id": ids[0]})
         from bot.store.backups import object_sha256
@@ -460,7 +460,7 @@ def test_commands_refuse_a_database_that_is_not_migrated(tmp_path: Path) -> None
 # backup show
 
 
-def test_backup_show(database: Database) -> None:
+def test_backup_show(database: Database, database_url: str) -> None:
     backup_id = add_backup(database, make_request(database))
     with database.unit_of_work() as uow:
         backup = uow.backups.get(backup_id)
@@ -487,7 +487,7 @@ def test_backup_show(database: Database) -> None:
     missing = nsstuck(database, "backup", "show", str(backup_id + 1))
     assert (missing.returncode, missing.stderr.strip()) == (2, f"nsstuck: there is no backup {backup_id + 1}")
 
-    with attacker(database.url, "backups") as conn:
+    with attacker(database_url, "backups") as conn:
         conn.execute(text("UPDATE backups SET object = :o"), {"o": json.dumps({**KIALI, "spec": {}})})
     changed = nsstuck(database, "backup", "show", str(backup_id))
     assert changed.returncode == 1

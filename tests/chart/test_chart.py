@@ -5,6 +5,7 @@ kubeconfigs where nsstuck reads them."""
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ from bot.settings import AppConfig
 from tests.chart.conftest import CHART, PRODUCTION_VALUES, REPO, HelmError, Render, find, helm_template, one
 
 POSTGRES = {"database": {"url": "postgresql+psycopg://nsstuck:pw@db.example.com:5432/nsstuck"}}
+OWNER_URL = "postgresql+psycopg://nsstuck_owner:owner-pw-7d1e@db.example.com:5432/nsstuck"
+TWO_ROLES = {"database": {**POSTGRES["database"], "migrationUrl": OWNER_URL, "runtimeRole": "nsstuck_runtime"}}
 SLACK = {"slack": {"botToken": "xoxb-1", "signingSecret": "s3cret"}}
 
 
@@ -61,7 +64,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "production": yaml.safe_load(PRODUCTION_VALUES.read_text()),
     "everything": {
-        **POSTGRES,
+        **TWO_ROLES,
         **SLACK,
         "replicaCount": 3,
         "remediation": {"enabled": True, "finalizerResources": ["kialis.kiali.io", "configmaps"]},
@@ -291,6 +294,88 @@ def test_postgres_is_migrated_by_a_hook_before_install_and_upgrade(render: Rende
     assert not selector.items() <= job["spec"]["template"]["metadata"]["labels"].items()
 
 
+def _references(obj: Any) -> str:
+    return yaml.safe_dump(obj)
+
+
+def test_two_roles_the_migration_credentials_reach_the_job_only(render: Render) -> None:
+    """README "Database roles": the owner's URL goes to the migration Job, in the hook Secret; the release
+    Secret and the pods of `nsstuck serve` never hold or name it."""
+    docs = render(TWO_ROLES)
+    hook = one(docs, "Secret", "nsstuck-migrations")
+    assert sorted(hook["data"]) == ["NSSTUCK_DATABASE_URL", "NSSTUCK_MIGRATION_DATABASE_URL"]
+    assert base64.b64decode(hook["data"]["NSSTUCK_MIGRATION_DATABASE_URL"]).decode() == OWNER_URL
+    [migrate] = one(docs, "Job")["spec"]["template"]["spec"]["containers"]
+    env = _env(migrate)
+    assert env["NSSTUCK_MIGRATION_DATABASE_URL"] == {
+        "secretKeyRef": {"name": "nsstuck-migrations", "key": "NSSTUCK_MIGRATION_DATABASE_URL"}
+    }
+    assert env["NSSTUCK_DATABASE_URL"] == {
+        "secretKeyRef": {"name": "nsstuck-migrations", "key": "NSSTUCK_DATABASE_URL"}
+    }
+    assert env["NSSTUCK_DATABASE_RUNTIME_ROLE"] == "nsstuck_runtime"
+
+    release = one(docs, "Secret", "nsstuck")
+    assert sorted(release["data"]) == ["NSSTUCK_DATABASE_URL"]
+    assert base64.b64decode(release["data"]["NSSTUCK_DATABASE_URL"]).decode() == POSTGRES["database"]["url"]
+    pod = _references(one(docs, "Deployment"))
+    assert "MIGRATION" not in pod
+    assert "nsstuck-migrations" not in pod
+    assert "RUNTIME_ROLE" not in pod
+    # the owner's password: in the hook Secret (base64) and nowhere else
+    rendered = yaml.safe_dump_all(d for d in docs if d is not hook)
+    assert "owner-pw-7d1e" not in rendered
+    assert base64.b64encode(OWNER_URL.encode()).decode() not in rendered
+
+
+def test_two_roles_from_existing_secrets(render: Render) -> None:
+    values = {
+        "database": {
+            "existingSecret": "team-db",
+            "existingSecretKey": "url",
+            "migrationExistingSecret": "team-db-owner",
+            "migrationExistingSecretKey": "owner-url",
+        },
+        "replicaCount": 2,
+    }
+    docs = render(values)
+    assert not find(docs, "Secret"), "the chart makes no Secret when existing ones are named"
+    [migrate] = one(docs, "Job")["spec"]["template"]["spec"]["containers"]
+    env = _env(migrate)
+    assert env["NSSTUCK_MIGRATION_DATABASE_URL"] == {"secretKeyRef": {"name": "team-db-owner", "key": "owner-url"}}
+    assert env["NSSTUCK_DATABASE_URL"] == {"secretKeyRef": {"name": "team-db", "key": "url"}}
+    assert "NSSTUCK_DATABASE_RUNTIME_ROLE" not in env  # the runtime URL's user
+    assert "team-db-owner" not in _references(one(docs, "Deployment"))
+    # a migration URL in values beside a runtime URL in an existing Secret: the hook Secret holds it alone
+    mixed = render({"database": {"existingSecret": "team-db", "migrationUrl": OWNER_URL}})
+    assert sorted(one(mixed, "Secret", "nsstuck-migrations")["data"]) == ["NSSTUCK_MIGRATION_DATABASE_URL"]
+    [migrate] = one(mixed, "Job")["spec"]["template"]["spec"]["containers"]
+    assert _env(migrate)["NSSTUCK_DATABASE_URL"]["secretKeyRef"]["name"] == "team-db"
+
+
+def test_one_role_as_before(render: Render) -> None:
+    """No migration credentials: the Job migrates with the runtime URL, nothing else is added."""
+    docs = render(POSTGRES)
+    [migrate] = one(docs, "Job")["spec"]["template"]["spec"]["containers"]
+    assert list(_env(migrate)) == ["NSSTUCK_DATABASE_URL"]
+    assert sorted(one(docs, "Secret", "nsstuck-migrations")["data"]) == ["NSSTUCK_DATABASE_URL"]
+
+
+def test_the_notes_say_when_one_role_owns_the_audit_tables(helm: str) -> None:
+    def notes(*sets: str) -> str:
+        command = [helm, "install", "nsstuck", str(CHART), "-n", "platform", "--dry-run=client"]
+        for value in sets:
+            command += ["--set", value]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split("NOTES:", 1)[1]
+
+    one_role = "one database role migrates and runs nsstuck"
+    assert one_role in notes("database.url=postgresql://app:pw@db/nsstuck")
+    assert one_role not in notes("database.url=postgresql://app:pw@db/nsstuck", f"database.migrationUrl={OWNER_URL}")
+    assert one_role not in notes()  # SQLite: no roles (its own note says what it lacks)
+
+
 def test_a_database_that_is_neither_postgres_nor_sqlite_is_refused(render: Render) -> None:
     with pytest.raises(HelmError, match="supports PostgreSQL"):
         render({"database": {"url": "mysql://x@y/z"}})
@@ -306,6 +391,10 @@ def test_production_values(render: Render) -> None:
     env = _env(_container(docs))
     assert env["NSSTUCK_DATABASE_URL"]["secretKeyRef"]["name"] == "nsstuck-database"
     assert env["SLACK_BOT_TOKEN"]["secretKeyRef"]["name"] == "nsstuck-slack"
+    # two database roles: the owner's URL for the migration Job only
+    [migrate] = one(docs, "Job")["spec"]["template"]["spec"]["containers"]
+    assert _env(migrate)["NSSTUCK_MIGRATION_DATABASE_URL"]["secretKeyRef"]["name"] == "nsstuck-database-migrations"
+    assert "MIGRATION" not in _references(one(docs, "Deployment"))
     monitor = one(docs, "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
@@ -321,6 +410,21 @@ def test_production_values(render: Render) -> None:
     ("values", "message"),
     [
         ({"database": {"url": "postgresql://x", "existingSecret": "db"}}, "either url or existingSecret"),
+        ({"database": {"migrationUrl": OWNER_URL}}, "SQLite has no roles"),
+        ({"database": {"migrationExistingSecret": "owner"}}, "SQLite has no roles"),
+        (
+            {"database": {**POSTGRES["database"], "migrationUrl": OWNER_URL, "migrationExistingSecret": "owner"}},
+            "either migrationUrl or migrationExistingSecret",
+        ),
+        (
+            {"database": {**POSTGRES["database"], "migrationUrl": "mysql://o@h/db"}},
+            "database.migrationUrl: a PostgreSQL URL",
+        ),
+        ({"database": {**POSTGRES["database"], "runtimeRole": "app"}}, "runtimeRole goes with database.migrationUrl"),
+        (
+            {"database": {**TWO_ROLES["database"], "runtimeRole": "app; DROP TABLE backups"}},
+            "is not a role name",
+        ),
         ({"kubeconfigs": [{"name": "a"}]}, "needs either existingSecret or content"),
         ({"kubeconfigs": [{"name": "a", "content": "one"}, {"name": "a", "content": "two"}]}, "listed twice"),
         (

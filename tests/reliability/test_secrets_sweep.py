@@ -2,7 +2,8 @@
 scenarios of the emulator's library through the command line and the running bot, the failure paths,
 and then everything an operator or a user can see is searched for them.
 
-Secrets: the Slack bot token, app token and signing secret; the database password; in kubeconfigs a
+Secrets: the Slack bot token, app token and signing secret; the database passwords (the runtime role's
+and the migration role's, NSSTUCK_MIGRATION_DATABASE_URL); in kubeconfigs a
 bearer token, a token file, an exec plugin's environment and the token it prints, a client certificate
 and its key, basic-auth username and password, credentials in the server URL and in `proxy-url`, and
 the token of a cluster that refuses it. Each is a canary: unique, with 24 random hex digits, searched
@@ -141,6 +142,7 @@ class Canaries:
     signing_secret: str = field(default_factory=lambda: _secret("signing"))
     bad_bot_token: str = field(default_factory=lambda: f"xoxb-7777-6666-{_secret('badbot')}")
     db_password: str = field(default_factory=lambda: _secret("dbpw"))
+    migration_db_password: str = field(default_factory=lambda: _secret("migrationdbpw"))
     wrong_db_password: str = field(default_factory=lambda: _secret("wrongdbpw"))
     kube_token: str = field(default_factory=lambda: _secret("kubetoken"))
     file_token: str = field(default_factory=lambda: _secret("tokenfile"))
@@ -621,10 +623,11 @@ def _malformed_configs(root: Path, canaries: Canaries) -> list[Path]:
     return [broken, pasted]
 
 
-def _bad_database_urls(canaries: Canaries) -> list[str]:
+def _bad_database_urls(canaries: Canaries, *, migration: bool = False) -> list[str]:
     """Database URLs with a password that cannot work: no server, a port that is not a number, the
-    password as a query parameter, and a password with an '@' that was not %-encoded."""
-    password = canaries.db_password
+    password as a query parameter, and a password with an '@' that was not %-encoded (with `migration`,
+    the migration role's password)."""
+    password = canaries.migration_db_password if migration else canaries.db_password
     half = len(password) // 2
     return [
         f"postgresql+psycopg://sweep:{password}@127.0.0.1:1/nsstuck",
@@ -854,6 +857,12 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
         runs.append(Run(("config", "check"), bad, {0}, "database: "))
         runs.append(Run(("history",), bad, {1, 2}, "database"))
         runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database"))
+    for url in _bad_database_urls(world.canaries, migration=True):
+        # a runtime role named, so that `db upgrade` goes as far as connecting with the migration URL
+        bad = {**env, "NSSTUCK_MIGRATION_DATABASE_URL": url, "NSSTUCK_DATABASE_RUNTIME_ROLE": "nsstuck_runtime"}
+        runs.append(Run(("config", "check"), bad, {0}, "migrations: "))
+        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database"))
+        runs.append(Run(("db", "current"), bad, {1, 2}, "database"))
     for path in _malformed_configs(tmp_path, world.canaries):
         runs.append(Run(("config", "check"), {**env, "NSSTUCK_CONFIG": str(path)}, {2}, "config error"))
     unknown = {**env, "SLACK_BOT_TOKEN": world.canaries.bad_bot_token, "SLACK_APP_TOKEN": "", "NSSTUCK_HTTP_PORT": "1"}
@@ -866,11 +875,15 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def sweep_database(request: pytest.FixtureRequest, tmp_path: Path, canaries: Canaries) -> Iterator[str]:
-    """SQLite, or a PostgreSQL database owned by a role that must log in with the canary password
-    (scripts/pg-test-server trusts every other connection; members of nsstuck_password_login it does not)."""
+def sweep_database_urls(
+    request: pytest.FixtureRequest, tmp_path: Path, canaries: Canaries
+) -> Iterator[tuple[str, str | None]]:
+    """(the runtime URL, the migration URL): SQLite (one URL, no roles), or a PostgreSQL database owned by
+    a migration role beside a runtime role (README "Database roles"), each of which must log in with its
+    canary password (scripts/pg-test-server trusts every other connection; members of
+    nsstuck_password_login it does not)."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'sweep.db'}"
+        yield f"sqlite:///{tmp_path / 'sweep.db'}", None
         return
     admin = os.environ.get("NSSTUCK_TEST_POSTGRES_URL")
     if not admin:
@@ -879,7 +892,7 @@ def sweep_database(request: pytest.FixtureRequest, tmp_path: Path, canaries: Can
         pytest.skip("no PostgreSQL server (run the suite through `make test`)")
     with temporary_database(admin) as url:
         parsed = make_url(url)
-        role = f"sweep_{secrets.token_hex(6)}"
+        role, owner = f"sweep_{secrets.token_hex(6)}", f"sweep_owner_{secrets.token_hex(6)}"
         dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(
@@ -887,14 +900,23 @@ def sweep_database(request: pytest.FixtureRequest, tmp_path: Path, canaries: Can
                 "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
             )
             conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{canaries.db_password}' IN ROLE nsstuck_password_login")
-            conn.execute(f'ALTER DATABASE "{parsed.database}" OWNER TO {role}')
+            conn.execute(
+                f"CREATE ROLE {owner} LOGIN PASSWORD '{canaries.migration_db_password}' IN ROLE nsstuck_password_login"
+            )
+            conn.execute(f'ALTER DATABASE "{parsed.database}" OWNER TO {owner}')
         try:
-            yield parsed.set(username=role, password=canaries.db_password).render_as_string(hide_password=False)
+            yield (
+                parsed.set(username=role, password=canaries.db_password).render_as_string(hide_password=False),
+                parsed.set(username=owner, password=canaries.migration_db_password).render_as_string(
+                    hide_password=False
+                ),
+            )
         finally:
             with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute(f"REASSIGN OWNED BY {role} TO CURRENT_USER")
-                conn.execute(f"DROP OWNED BY {role}")
-                conn.execute(f"DROP ROLE {role}")
+                for name in (role, owner):
+                    conn.execute(f"REASSIGN OWNED BY {name} TO CURRENT_USER")
+                    conn.execute(f"DROP OWNED BY {name}")
+                    conn.execute(f"DROP ROLE {name}")
 
 
 SOCKET_SCENARIOS = [
@@ -907,25 +929,35 @@ SOCKET_SCENARIOS = [
 
 
 def test_socket_mode_and_the_database_password_stay_hidden(
-    tmp_path: Path, slack_env: None, canaries: Canaries, sweep_database: str
+    tmp_path: Path, slack_env: None, canaries: Canaries, sweep_database_urls: tuple[str, str | None]
 ) -> None:
-    """The bot in Socket Mode (the app token in use) on each database (on PostgreSQL, with a password it
-    must give): commands, a remediation, a digest, the commands that read the database; a wrong
-    password; Slack revoking the app token."""
+    """The bot in Socket Mode (the app token in use) on each database (on PostgreSQL, with two roles, each
+    with a password it must give: migrated as the owner, run as the runtime role): commands, a
+    remediation, a digest, the commands that read the database; wrong passwords; Slack revoking the app
+    token."""
     surfaces = Surfaces()
+    sweep_database, migration_url = sweep_database_urls
     postgres = sweep_database.startswith("postgresql")
     with build_world(tmp_path / "world", SOCKET_SCENARIOS, canaries) as world, _slack(canaries) as slack:
         config = world.config(digest=True)
         clock = tmp_path / "now"
         clock.write_text("2026-11-23T09:00:30Z\n")
         env = _base_env(world, slack, sweep_database, config, clock)
+        if migration_url:  # every command has it, as the bot does below (the chart gives it to the Job alone)
+            env["NSSTUCK_MIGRATION_DATABASE_URL"] = migration_url
         wrong = make_url(sweep_database).set(password=canaries.wrong_db_password).render_as_string(hide_password=False)
-        runs = [Run(("db", "upgrade"), env, {0}, "is at revision")]
+        runs = [Run(("db", "upgrade"), env, {0}, "runtime role sweep_" if postgres else "is at revision")]
         if postgres:  # the server does check the password: the wrong one is refused, in words without it
             runs += [Run(("history",), {**env, "NSSTUCK_DATABASE_URL": wrong}, {1}, "password authentication failed")]
+            assert migration_url is not None
+            wrong_owner = make_url(migration_url).set(password=canaries.wrong_db_password)
+            bad = {**env, "NSSTUCK_MIGRATION_DATABASE_URL": wrong_owner.render_as_string(hide_password=False)}
+            runs += [Run(("db", "current"), bad, {1}, "password authentication failed")]
         outcomes = _processes(surfaces, runs)
         (tmp_path / "bot").mkdir()
         bot_env = {**FAST, "NSSTUCK_CLOCK_FILE": str(clock)}
+        if migration_url:
+            bot_env["NSSTUCK_MIGRATION_DATABASE_URL"] = migration_url
         debug = ("--log-level", "DEBUG")
         with serve_process(
             slack, config, sweep_database, tmp_path / "bot", socket_mode=True, extra_env=bot_env, options=debug
@@ -971,6 +1003,14 @@ def test_socket_mode_and_the_database_password_stay_hidden(
     if postgres:
         with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
             psycopg.connect(make_url(wrong).set(drivername="postgresql").render_as_string(hide_password=False))
+        # the migration role's password was in use too: its role made (owns) the tables the bot used
+        assert migration_url is not None
+        owner = make_url(migration_url)
+        with psycopg.connect(owner.set(drivername="postgresql").render_as_string(hide_password=False)) as conn:
+            row = conn.execute(
+                "SELECT relowner::regrole::text FROM pg_class WHERE relname = 'audit_entries'"
+            ).fetchone()
+        assert row == (owner.username,)
 
 
 def _opened(slack: SlackEmulator) -> list[Any]:

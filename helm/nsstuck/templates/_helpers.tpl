@@ -90,6 +90,22 @@ that `helm template` and `helm install` both stop on them.
 {{- if and .Values.database.url .Values.database.existingSecret -}}
 {{- fail "database: set either url or existingSecret, not both" -}}
 {{- end -}}
+{{- $db := .Values.database -}}
+{{- if and $db.migrationUrl $db.migrationExistingSecret -}}
+{{- fail "database: set either migrationUrl or migrationExistingSecret, not both" -}}
+{{- end -}}
+{{- if and (or $db.migrationUrl $db.migrationExistingSecret) (eq $engine "sqlite") -}}
+{{- fail "database.migrationUrl and database.migrationExistingSecret are for PostgreSQL (a migration role beside the runtime role): SQLite has no roles, leave them empty" -}}
+{{- end -}}
+{{- if and $db.migrationUrl (not (hasPrefix "postgresql" $db.migrationUrl)) -}}
+{{- fail "database.migrationUrl: a PostgreSQL URL (postgresql+psycopg://owner:password@host:5432/db), of the role that owns the schema" -}}
+{{- end -}}
+{{- if and $db.runtimeRole (not (or $db.migrationUrl $db.migrationExistingSecret)) -}}
+{{- fail "database.runtimeRole goes with database.migrationUrl or database.migrationExistingSecret: with one role there is no other to grant to" -}}
+{{- end -}}
+{{- if and $db.runtimeRole (not (regexMatch "^[A-Za-z_][A-Za-z0-9_.@$-]{0,62}$" $db.runtimeRole)) -}}
+{{- fail (printf "database.runtimeRole %q is not a role name (letters, digits, _ . @ $ -, at most 63)" $db.runtimeRole) -}}
+{{- end -}}
 {{- $names := list -}}
 {{- range .Values.kubeconfigs -}}
 {{- if not .name -}}
