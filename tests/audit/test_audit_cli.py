@@ -283,10 +283,12 @@ def test_expect_head_finds_the_entry_in_an_intact_chain(database: Database) -> N
     )
 
 
-def test_a_cut_tail_with_the_head_moved_back_is_intact_alone_and_caught_by_expect_head(database: Database) -> None:
+def test_a_cut_tail_with_the_head_moved_back_is_intact_alone_and_caught_by_expect_head(
+    database: Database, database_url: str
+) -> None:
     append_entries(database, 10)
     hashes = _hashes(database)
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         conn.execute(text("DELETE FROM audit_entries WHERE seq >= 9"))
         conn.execute(text("UPDATE audit_head SET seq = 8, hash = :h"), {"h": hashes[8]})
 
@@ -302,10 +304,10 @@ def test_a_cut_tail_with_the_head_moved_back_is_intact_alone_and_caught_by_expec
     assert (code, lines[-1]) == (0, f"expected entry 8 ({hashes[8][:12]}) is in the chain, unbroken up to it")
 
 
-def test_expect_head_behind_a_break_and_before_one(database: Database) -> None:
+def test_expect_head_behind_a_break_and_before_one(database: Database, database_url: str) -> None:
     append_entries(database, 10)
     hashes = _hashes(database)
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         conn.execute(text("UPDATE audit_entries SET actor = 'U0MALLORY' WHERE seq = 3"))
 
     code, lines = expect(database, hashes[7][:12])
@@ -331,10 +333,10 @@ def test_expect_head_behind_a_break_and_before_one(database: Database) -> None:
     ]
 
 
-def test_expect_head_when_entries_were_renumbered(database: Database) -> None:
+def test_expect_head_when_entries_were_renumbered(database: Database, database_url: str) -> None:
     append_entries(database, 10)
     hashes = _hashes(database)
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         _renumber_after_delete(conn)  # entry 4 deleted, 5-10 moved down by one
     code, lines = expect(database, hashes[10][:12])
     assert code == 1
@@ -343,10 +345,10 @@ def test_expect_head_when_entries_were_renumbered(database: Database) -> None:
     )
 
 
-def test_expect_head_beyond_the_head_is_not_in_the_chain(database: Database) -> None:
+def test_expect_head_beyond_the_head_is_not_in_the_chain(database: Database, database_url: str) -> None:
     append_entries(database, 10)
     hashes = _hashes(database)
-    with attacker(database.url, "audit_entries") as conn:
+    with attacker(database_url, "audit_entries") as conn:
         conn.execute(text("UPDATE audit_head SET seq = 8, hash = :h"), {"h": hashes[8]})  # 9 and 10 left behind it
     code, lines = expect(database, hashes[10][:12])
     assert code == 1
