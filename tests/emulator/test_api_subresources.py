@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client, watch
 
 from tests.emulator._api_support import Raw, admin, emu, kubectl, make_cm, make_ns, user
-from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi import Emulator, Journaled
 from tests.fakes.kubeapi.pytest_plugin import make_api_client
 
 __all__ = ["admin", "emu", "user"]
@@ -118,6 +118,33 @@ def test_metadata_client_media_type(user: Raw) -> None:
         headers={"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"},
     )
     assert one.json["kind"] == "PartialObjectMetadata"
+
+
+def test_metadata_answers_to_writes_and_the_request_journal(emu: Emulator, user: Raw) -> None:
+    # as the API server's transformResponseObject: a PATCH (dry run or not) answers with metadata only
+    make_ns(user, "meta")
+    make_cm(user, "meta", "c", finalizers=["example.com/x", "example.com/y"])
+    emu.request_journal.clear()
+    only = {"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"}
+    patch = [{"op": "remove", "path": "/metadata/finalizers/0"}]
+    for query in ("?dryRun=All", ""):
+        answer = user.patch(f"/api/v1/namespaces/meta/configmaps/c{query}", patch, "json", headers=only).json
+        assert answer["kind"] == "PartialObjectMetadata"
+        assert "data" not in answer
+    assert answer["metadata"]["finalizers"] == ["example.com/y"]
+    user.get("/api/v1/namespaces/meta/configmaps/c")
+    journal = list(emu.request_journal)
+    assert [(e.method, e.path, e.query, e.metadata_only) for e in journal] == [
+        ("PATCH", "/api/v1/namespaces/meta/configmaps/c", "dryRun=All", True),
+        ("PATCH", "/api/v1/namespaces/meta/configmaps/c", "", True),
+        ("GET", "/api/v1/namespaces/meta/configmaps/c", "", False),
+    ]
+    assert journal[2].accept == "application/json"
+    # client-go's metadata client falls back to the whole object: that is not metadata only
+    fallback = Journaled(
+        "GET", "/x", "", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+    )
+    assert not fallback.metadata_only
 
 
 def test_scale_subresource(user: Raw) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .clock import FakeClock, RealClock
 from .emulator import ADMIN_IDENTITY, USER_IDENTITY, Controller, Emulator
 from .knobs import FaultRule, ForbidRule, Knobs, LatencyRule
+from .server import Journaled
 
 __all__ = [
     "ADMIN_IDENTITY",
@@ -14,6 +15,7 @@ __all__ = [
     "FakeClock",
     "FaultRule",
     "ForbidRule",
+    "Journaled",
     "Knobs",
     "LatencyRule",
     "RealClock",

@@ -17,7 +17,7 @@ import yaml
 from .apiserver import Cluster
 from .clock import Clock, FakeClock, RealClock
 from .knobs import Knobs
-from .server import Server, make_server, serve_in_thread
+from .server import Journaled, Server, make_server, serve_in_thread
 from .tls import issue_client_certificate, server_context, serving_cert
 
 ADMIN_IDENTITY = "system:kube-controller-manager"
@@ -87,6 +87,9 @@ class Emulator:
         # who made each of those requests (and each request an admin sent as someone else), as the API
         # server's audit log says it: {method, path, dry_run, user, groups, impersonated_by}
         self.journal: collections.deque[dict[str, Any]] = collections.deque(maxlen=100_000)
+        # the same requests with their query string and Accept header: tests check in which form
+        # something was asked for (the whole object, or only its metadata)
+        self.request_journal: collections.deque[Journaled] = collections.deque(maxlen=100_000)
         self.url = ""
         if controllers:
             from .controllers import install_default_controllers

@@ -94,6 +94,23 @@ class RequestState:
     extra_headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Journaled:
+    """One request of a non-admin identity as it arrived: what it asked for and in which form."""
+
+    method: str
+    path: str
+    query: str  # the raw query string
+    accept: str  # the Accept header, "" when none was sent
+
+    @property
+    def metadata_only(self) -> bool:
+        """Every media range it accepts is a PartialObjectMetadata[List] one: the answer can only be
+        metadata (client-go's metadata client adds a plain `application/json` fallback; this does not)."""
+        ranges = [r.strip() for r in self.accept.split(",") if r.strip()]
+        return bool(ranges) and all("as=PartialObjectMetadata" in r for r in ranges)
+
+
 def partial_metadata(obj: dict[str, Any], *, is_list: bool) -> dict[str, Any]:
     """What the metadata client gets (``Accept: ...;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1``)."""
     if is_list or "items" in obj:
@@ -282,6 +299,9 @@ class Handler(BaseHTTPRequestHandler):
             with self.emu._audit_lock:
                 if not sender_admin:
                     self.emu.request_log.append(line + (" dryRun" if req.query_lists.get("dryRun") else ""))
+                    self.emu.request_journal.append(
+                        Journaled(req.method, req.path, req.raw_query, req.headers.get("Accept") or "")
+                    )
                 self.emu.journal.append(self._journal_entry(req))
         if not req.admin:
             delay = self.emu.knobs.delay_for(line)
@@ -662,7 +682,12 @@ class Handler(BaseHTTPRequestHandler):
             )
             self._send(res.code, table, warnings=res.warnings)
             return
-        if "as=PartialObjectMetadata" in accept and req.method in ("GET", "DELETE") and res.code < 300:
+        # as the API server's transformResponseObject: every verb that answers with the object
+        if (
+            "as=PartialObjectMetadata" in accept
+            and req.method in ("GET", "DELETE", "PATCH", "PUT", "POST")
+            and res.code < 300
+        ):
             obj = json.loads(body) if isinstance(body, bytes) else body
             if obj.get("kind") != "Status":
                 self._send(res.code, partial_metadata(obj, is_list=is_list), warnings=res.warnings)
