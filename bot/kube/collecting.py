@@ -5,6 +5,15 @@ loop: each finished call may schedule the calls that follow from it (a group's d
 lists of its types; an APIService -> its Service -> endpoints and pods; a deleting pod -> its node),
 so that nothing waits for a whole round to finish. Every failed call becomes a gap, never a crash;
 only an unreachable or unauthorized cluster raises.
+
+What is asked for, and so what enters the process: the types in a terminating namespace are listed as
+metadata only (`PartialObjectMetadataList`: apiVersion, kind, metadata), since the rules read only
+their finalizers, owner references and deletion timestamps; Secrets and ConfigMaps always so, so that
+their values are never sent to nsstuck. The one type of the namespace listed in full is pods (their
+node, volumes and status). Full objects are also read of what the rules read the spec or status of:
+the namespace, APIServices, webhook configurations, CRDs, Deployments, StatefulSets and DaemonSets,
+the Services behind APIServices and webhooks with their EndpointSlices, Endpoints and pods, and the
+nodes of deleting pods. Every object is trimmed (`trim`, `bot.domain.values`) before anything keeps it.
 """
 
 from __future__ import annotations
@@ -22,8 +31,9 @@ from bot.domain import conditions as ns_conditions
 from bot.domain.findings import Gap
 from bot.domain.refs import ClusterName, KubeObject, deletion_time, meta
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
+from bot.domain.values import is_value_resource, metadata_only, without_values
 from bot.errors import ClusterUnreachableError
-from bot.kube.transport import CallError, CallKind, Transport
+from bot.kube.transport import JSON, METADATA_LIST, CallError, CallKind, Transport
 
 Clock = Callable[[], datetime]
 
@@ -170,12 +180,17 @@ def _reason(error: CallError) -> str:
     return "error"
 
 
+# the types of a terminating namespace listed in full: the rules read the spec and status of pods
+# (their node, their volumes, their phase and conditions); of every other type only the metadata
+FULL_CONTENTS = frozenset({"pods"})
+
+
 def trim(obj: KubeObject) -> KubeObject:
     """Drop what no rule reads and what weighs most: managed fields and last-applied copies; and the
-    values of Secrets, which snapshots (kept in the database) must never hold."""
-    if obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1":
-        obj.pop("data", None)
-        obj.pop("stringData", None)
+    values snapshots (kept in the database) must never hold: a Secret's or ConfigMap's data (should a
+    server send them although we asked for metadata only) and the environment values of a pod's
+    containers (`bot.domain.values`)."""
+    without_values(obj)
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         metadata.pop("managedFields", None)
@@ -315,6 +330,34 @@ class Collector:
                 item.setdefault("kind", kind)
                 items.append(trim(item))
             token = (doc.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+            params["continue"] = token
+
+    def _list_metadata(self, loop: _Loop, path: str, rtype: ResourceType) -> list[KubeObject]:
+        """All pages of a list as metadata only, each item given its type's apiVersion and kind.
+
+        A server that cannot answer with metadata only (406: an aggregated API not built on the
+        Kubernetes API server library) is asked once more for the whole objects, reduced to their
+        metadata at once; never for Secrets and ConfigMaps, which the API server itself serves.
+        """
+        params = {"limit": str(self.options.page_size)}
+        items: list[KubeObject] = []
+        accept = METADATA_LIST
+        while True:
+            try:
+                doc = self.transport.get(
+                    path, params, timeout=self.options.call_timeout, deadline=loop.deadline, accept=accept
+                )
+            except CallError as e:
+                if e.status != 406 or accept != METADATA_LIST or is_value_resource(rtype.group, rtype.resource):
+                    raise
+                accept, params, items = JSON, {"limit": str(self.options.page_size)}, []
+                continue
+            for item in (doc or {}).get("items") or ():
+                if isinstance(item, dict):
+                    items.append(trim(metadata_only(item, rtype.group_version, rtype.kind)))
+            token = ((doc or {}).get("metadata") or {}).get("continue")
             if not token:
                 return items
             params["continue"] = token
@@ -588,9 +631,13 @@ class _Run:
     def _list_contents(self, ns: _Namespace, rtype: ResourceType, failed: Callable[[CallError], None]) -> None:
         base = f"/api/{rtype.version}" if not rtype.group else f"/apis/{rtype.group}/{rtype.version}"
         path = f"{base}/namespaces/{quote(ns.name)}/{rtype.resource}"
+        if rtype.key in FULL_CONTENTS:
+            call = partial(self.c._list, self.loop, path)
+        else:
+            call = partial(self.c._list_metadata, self.loop, path, rtype)
         self.loop.add(
             f"list {rtype.key} in {ns.name}",
-            partial(self.c._list, self.loop, path),
+            call,
             partial(self._on_contents, ns, rtype),
             failed,
             (ns,),

@@ -14,8 +14,9 @@ from typing import Any
 
 from bot.domain.changes import CallResult, Operation, Verdict, object_path
 from bot.domain.refs import KubeObject, ObjectRef
+from bot.domain.values import holds_values, metadata_only
 from bot.errors import ClusterUnreachableError, PermanentError
-from bot.kube.transport import CallError, CallKind, Transport
+from bot.kube.transport import JSON, METADATA, CallError, CallKind, Transport
 
 JSON_PATCH = "application/json-patch+json"
 
@@ -32,6 +33,12 @@ _ADMISSION = re.compile(
     r'|failed calling webhook "'
     r"|ValidatingAdmissionPolicy '[^']*' with binding '[^']*' denied request"
 )
+
+
+def _accept(ref: ObjectRef) -> str:
+    """Secrets and ConfigMaps are read, and answered after a change, as metadata only: their values
+    are never sent to nsstuck (what a remedy changes of them is metadata: finalizers)."""
+    return METADATA if holds_values(ref.api_version, ref.kind) else JSON
 
 
 class Patcher:
@@ -58,8 +65,9 @@ class Patcher:
         Raises ClusterUnreachableError when there is no answer or our credentials are refused (401),
         PermanentError with the API server's words for any other refusal (403, 5xx, ...).
         """
+        accept = _accept(ref)
         try:
-            doc = self.transport.call("GET", object_path(ref), timeout=self._timeout())
+            doc = self.transport.call("GET", object_path(ref), timeout=self._timeout(), accept=accept)
         except CallError as e:
             if e.status == 404:
                 return None
@@ -70,10 +78,14 @@ class Patcher:
             raise PermanentError(f"cannot read {ref.display}: {e.message}") from None
         if not isinstance(doc, dict):
             raise PermanentError(f"cannot read {ref.display}: the server did not answer with an object")
+        if accept == METADATA:
+            # `PartialObjectMetadata` in the answer's own words; and nothing else, should a server send more
+            return metadata_only(doc, ref.api_version, ref.kind)
         return doc
 
     def run(self, op: Operation, *, dry_run: bool) -> CallResult:
         """Send the Operation (with `dryRun=All` for a dry run). Never raises for an answer."""
+        accept = _accept(op.target)
         try:
             answer = self.transport.call(
                 op.method,
@@ -82,10 +94,13 @@ class Patcher:
                 body=op.body,
                 content_type=op.content_type,
                 timeout=self._timeout(),
+                accept=accept,
             )
         except CallError as e:
             return classify(op, e)
         # PATCH, PUT and DELETE (without orphanDependents=false) answer 200 when they succeed
+        if isinstance(answer, dict) and accept == METADATA and answer.get("kind") != "Status":
+            answer = metadata_only(answer, op.target.api_version, op.target.kind)
         return CallResult(Verdict.OK, "", 200, answer if isinstance(answer, dict) else None)
 
 

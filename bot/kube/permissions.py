@@ -8,10 +8,11 @@ writes of remediation are `bot.remediation.permissions`.
 
 The one broad rule is `list` on every resource: the namespace controller waits for every namespaced
 type (custom resources included, types installed after nsstuck too) to be empty, so the evidence of
-what remains has to list them all. RBAC cannot narrow a `list` to metadata, so this includes reading
-Secrets in a terminating namespace. The narrower rules after it are covered by it; they stay so that
-each read says what it is for, and keep working if an operator removes the broad rule (diagnoses
-then report the types they could not list as gaps).
+what remains has to list them all. RBAC cannot narrow a `list` to metadata, so this allows reading
+the Secrets and ConfigMaps of a terminating namespace whole; nsstuck asks for their metadata only
+(`bot.kube.collecting`), so their values are never sent to it. The narrower rules after it are
+covered by it; they stay so that each read says what it is for, and keep working if an operator
+removes the broad rule (diagnoses then report the types they could not list as gaps).
 """
 
 from __future__ import annotations

@@ -20,6 +20,13 @@ from bot.kube.connecting import Connection
 UNAVAILABLE = "the server is currently unable to handle the request"
 NOT_FOUND = "the server could not find the requested resource"
 
+# what a call asks the answer to be: the object as JSON, or only its metadata (the API server's
+# PartialObjectMetadata, as client-go's metadata client asks for it, but without its fallback to the
+# whole object: a server that cannot answer with metadata only refuses with 406 Not Acceptable)
+JSON = "application/json"
+METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
 
 class CallKind(StrEnum):
     """How a call failed."""
@@ -105,8 +112,9 @@ class Transport:
         *,
         timeout: float | None = None,
         deadline: float | None = None,
+        accept: str = JSON,
     ) -> Any:
-        return self.call("GET", path, query=query, timeout=timeout, deadline=deadline)
+        return self.call("GET", path, query=query, timeout=timeout, deadline=deadline, accept=accept)
 
     def call(
         self,
@@ -118,7 +126,9 @@ class Transport:
         content_type: str = "application/json",
         timeout: float | None = None,
         deadline: float | None = None,
+        accept: str = JSON,
     ) -> Any:
+        """`accept`: JSON (the whole object), or METADATA / METADATA_LIST (metadata only)."""
         throttled = 0
         retried = False  # the one retry of a GET after a server error or a dropped connection
         while True:
@@ -127,7 +137,13 @@ class Transport:
                 attempt_timeout = max(MIN_CALL_TIME, min(attempt_timeout, deadline - time.monotonic()))
             try:
                 return self._once(
-                    method, path, query=query, body=body, content_type=content_type, timeout=attempt_timeout
+                    method,
+                    path,
+                    query=query,
+                    body=body,
+                    content_type=content_type,
+                    timeout=attempt_timeout,
+                    accept=accept,
                 )
             except CallError as e:
                 if e.status == 429:
@@ -155,9 +171,10 @@ class Transport:
         body: Any,
         content_type: str,
         timeout: float | None,
+        accept: str = JSON,
     ) -> Any:
         api = self.connection.api_client
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         try:

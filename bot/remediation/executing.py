@@ -35,6 +35,7 @@ from bot.domain.refs import ClusterName, KubeObject, ObjectRef
 from bot.domain.snapshot import NamespaceSnapshot
 from bot.domain.snapshot_codec import decompress_snapshot
 from bot.domain.statuses import RequestStatus
+from bot.domain.values import holds_values
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions, Collector
 from bot.kube.connecting import Impersonation
@@ -222,10 +223,7 @@ class Executor:
                 "backed_up",
                 actor=view.last_approver,
                 execution_id=execution_id,
-                backups=[
-                    {"id": b.id, "object": _ref(b_obj), "sha256": b.sha256}
-                    for b, b_obj in zip(kept, checked, strict=True)
-                ],
+                backups=[_backed_up(b.id, b.sha256, b_obj) for b, b_obj in zip(kept, checked, strict=True)],
                 **acting,
             )
         operations = planning.operations(remedy, checked)
@@ -527,6 +525,15 @@ def _recheck(fresh: Diagnosis, *, still: bool) -> dict[str, object]:
 
 def _ref(obj: KubeObject) -> dict[str, object]:
     return ObjectRef.of(obj).to_json()
+
+
+def _backed_up(backup_id: int, sha256: str, obj: KubeObject) -> dict[str, object]:
+    """A backup as the trail lists it; a Secret's or ConfigMap's says that only its metadata was kept
+    (it was read as metadata only: its data never reached nsstuck)."""
+    entry: dict[str, object] = {"id": backup_id, "object": _ref(obj), "sha256": sha256}
+    if holds_values(obj.get("apiVersion"), obj.get("kind")):
+        entry["kept"] = "metadata only (the data was never read)"
+    return entry
 
 
 def _resource(view: RequestView, obj: KubeObject) -> str | None:

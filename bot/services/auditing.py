@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from bot.domain.values import holds_values, values_in, without_values
 from bot.errors import UserError
 from bot.store.audit import PAGE_SIZE, SHORT_HASH, AuditRecord, Expected
 from bot.store.backups import SERVER_SET_METADATA, object_sha256, recreatable
@@ -277,7 +278,13 @@ def load_backup(db: Database, backup_id: int) -> BackupView:
 
 
 def render_backup(view: BackupView, *, raw: bool = False) -> str:
-    """YAML of the backup, after comment lines that say what it is and whether it is intact."""
+    """YAML of the backup, after comment lines that say what it is and whether it is intact.
+
+    Values are never printed, raw or not: a Secret's or ConfigMap's data, the last-applied annotation
+    that repeats it, a pod's environment values. nsstuck reads Secrets and ConfigMaps as metadata only,
+    so their backups hold none (the header says so); a backup taken before it did may, and what it
+    holds of them is named in the header and left out of the YAML.
+    """
     header = [
         f"nsstuck backup {view.id}: {view.title}",
         f"cluster {view.cluster}, remediation request {view.request_id}, taken {_iso(view.taken_at)}",
@@ -288,12 +295,23 @@ def render_backup(view: BackupView, *, raw: bool = False) -> str:
         header.append(f"sha256 {view.sha256}: the stored object still matches it")
     else:
         header.append(f"sha256 {view.sha256}: DOES NOT MATCH, the stored object was changed after it was taken")
+    withheld = values_in(view.object)
+    kind = view.kind
+    if withheld:
+        header.append(f"this {kind} backup holds {_and(withheld)}, from before nsstuck stopped keeping")
+        header.append("values: they stay in the database and are not printed here")
+    elif holds_values(view.api_version, kind):
+        header.append(f"only the {kind}'s metadata was read and kept, never its data: the YAML below")
+        header.append(
+            f"re-creates its metadata and finalizers, without its {'data and type' if kind == 'Secret' else 'data'}"
+        )
     if raw:
-        header.append("the object exactly as it was read (--raw)")
+        header.append("the object exactly as it was read (--raw)" + (", less its values" if withheld else ""))
     else:
         header.append(f"without what the API server sets ({', '.join(SERVER_SET_METADATA)}, status),")
         header.append("so that `kubectl create -f` recreates it; --raw shows it exactly as it was read")
-    document = view.object if raw else recreatable(view.object)
+    shown = without_values(json.loads(json.dumps(view.object))) if withheld else view.object
+    document = shown if raw else recreatable(shown)
     body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return "".join(f"# {line}\n" for line in header) + body
 
@@ -304,6 +322,10 @@ def backup_yaml(db: Database, backup_id: int, raw: bool = False) -> str:
 
 def _iso(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _plural(count: int, one: str, many: str) -> str:

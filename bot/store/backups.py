@@ -1,5 +1,11 @@
 """Backups: each object exactly as it was read right before nsstuck changed it.
 
+A Secret or a ConfigMap is read as metadata only (its values are never sent to nsstuck), so its backup
+keeps its metadata (finalizers, labels, annotations, owner references), never its data; `add` drops
+any value such an object carries all the same (`bot.domain.values`). Backups taken before that may hold
+data: they are left as they are (rewriting them would break their sha256 and the audit trail's record
+of it), and `nsstuck backup show` never prints their values.
+
 Rows are append-only (triggers of migration 0003 refuse UPDATE and DELETE). Each keeps the sha256
 of its object's canonical JSON, so a stored object that was edited afterwards is recognised
 (`object_sha256(backup.object) != backup.sha256`).
@@ -17,6 +23,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.domain.values import without_values
 from bot.store.models import Backup, utcnow
 from bot.store.records import BackupRecord, record_of
 
@@ -69,9 +76,10 @@ class BackupRepository:
         """Keep `obj` (a Kubernetes object as JSON) for request `request_id`.
 
         The object needs apiVersion, kind and metadata.name; what is stored is its JSON form (the
-        sha256 is over exactly that), so the database gives back what was hashed.
+        sha256 is over exactly that), so the database gives back what was hashed; of a Secret or a
+        ConfigMap, without its values.
         """
-        plain: dict[str, Any] = json.loads(json.dumps(obj))
+        plain: dict[str, Any] = without_values(json.loads(json.dumps(obj)))
         metadata = plain.get("metadata")
         if not isinstance(metadata, dict):
             metadata = {}

@@ -3,6 +3,7 @@ PostgreSQL: every kind of tampering, done directly in the database, is reported 
 
 from __future__ import annotations
 
+import base64
 import csv
 import hashlib
 import io
@@ -499,6 +500,114 @@ def test_backup_show(database: Database, database_url: str) -> None:
     )
 
 
+SECRET_VALUE = "canary-secret-value-7c4f09d2e1b84a6f"
+SECRET: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Secret",
+    "type": "Opaque",
+    "metadata": {
+        "name": "db-password",
+        "namespace": "istio-system",
+        "uid": "6f0c1e2a-0000-4000-8000-0000000000aa",
+        "resourceVersion": "48300",
+        "creationTimestamp": "2026-11-01T08:00:00Z",
+        "deletionTimestamp": "2026-11-21T08:00:00Z",
+        "finalizers": ["example.com/keep"],
+        "labels": {"app": "db"},
+        "annotations": {
+            "note": "kept",
+            "kubectl.kubernetes.io/last-applied-configuration": json.dumps({"stringData": {"p": SECRET_VALUE}}),
+        },
+    },
+    "data": {"password": base64.b64encode(SECRET_VALUE.encode()).decode()},
+    "stringData": {"plain": SECRET_VALUE},
+}
+
+
+def _no_secret_value(text_: str) -> None:
+    assert SECRET_VALUE not in text_
+    assert base64.b64encode(SECRET_VALUE.encode()).decode() not in text_
+
+
+def test_a_secrets_backup_keeps_and_shows_only_its_metadata(database: Database) -> None:
+    # whatever the caller hands it (the executor reads Secrets as metadata only), the store keeps no value
+    backup_id = add_backup(database, make_request(database), SECRET)
+    [row] = (
+        database.engine.connect().execute(text("SELECT object FROM backups WHERE id = :id"), {"id": backup_id}).all()
+    )
+    stored = row[0] if isinstance(row[0], dict) else json.loads(row[0])
+    _no_secret_value(json.dumps(stored))
+    assert set(stored) == {"apiVersion", "kind", "type", "metadata"}
+    assert stored["metadata"]["annotations"] == {"note": "kept"}
+
+    result = nsstuck(database, "backup", "show", str(backup_id))
+    assert result.returncode == 0, result.stderr
+    _no_secret_value(result.stdout)
+    comments = " ".join(line[2:] for line in result.stdout.splitlines() if line.startswith("#"))
+    assert "only the Secret's metadata was read and kept, never its data: the YAML below re-creates its metadata" in (
+        comments
+    )
+    assert "and finalizers, without its data and type" in comments
+    shown = yaml.safe_load(result.stdout)
+    assert shown["metadata"]["finalizers"] == ["example.com/keep"]
+    assert shown["metadata"]["labels"] == {"app": "db"}
+    assert "data" not in shown
+    assert "stringData" not in shown
+    raw = nsstuck(database, "backup", "show", str(backup_id), "--raw")
+    _no_secret_value(raw.stdout)
+    assert "# the object exactly as it was read (--raw)\n" in raw.stdout
+
+
+@pytest.mark.parametrize("kind", ["Secret", "ConfigMap", "Pod"])
+def test_an_old_backup_holding_values_is_shown_without_them(database: Database, kind: str) -> None:
+    """A backup taken before nsstuck read Secrets and ConfigMaps as metadata only (and kept the
+    environment values of pods) stays as it is, intact; `backup show` never prints those values."""
+    encoded = base64.b64encode(SECRET_VALUE.encode()).decode()
+    values: dict[str, Any] = {
+        "Secret": {"data": {"password": encoded}, "stringData": {"plain": SECRET_VALUE}},
+        "ConfigMap": {"data": {"url": SECRET_VALUE}, "binaryData": {"blob": encoded}},
+        "Pod": {"spec": {"containers": [{"name": "app", "env": [{"name": "TOKEN", "value": SECRET_VALUE}]}]}},
+    }[kind]
+    old = {"apiVersion": "v1", "kind": kind, "metadata": SECRET["metadata"], **values}
+    request_id = make_request(database)
+    from bot.store.backups import object_sha256
+
+    with attacker(database.url, "backups") as conn:  # written as the code before this one wrote it
+        conn.execute(
+            text(
+                "INSERT INTO backups (request_id, cluster, api_version, kind, namespace, name, uid, "
+                "resource_version, taken_at, object, sha256) VALUES (:r, 'prod-eu', 'v1', :k, 'istio-system', "
+                "'db-password', 'u', '1', :t, :o, :s)"
+            ),
+            {
+                "r": request_id,
+                "k": kind,
+                "t": datetime(2026, 11, 21, tzinfo=UTC),
+                "o": json.dumps(old),
+                "s": object_sha256(old),
+            },
+        )
+        [(backup_id,)] = conn.execute(text("SELECT id FROM backups")).all()
+
+    for args in ((), ("--raw",)):
+        result = nsstuck(database, "backup", "show", str(backup_id), *args)
+        assert result.returncode == 0, result.stderr  # intact: nothing rewrote it
+        _no_secret_value(result.stdout)
+        comments = " ".join(line[2:] for line in result.stdout.splitlines() if line.startswith("#"))
+        annotation = "the kubectl.kubernetes.io/last-applied-configuration annotation"
+        held = {
+            "Secret": f"data, stringData and {annotation}",
+            "ConfigMap": f"data, binaryData and {annotation}",
+            "Pod": f"the environment values of its containers and {annotation}",
+        }[kind]
+        assert f"this {kind} backup holds {held}, from before nsstuck stopped keeping values: they stay" in comments
+        assert "the stored object still matches it" in comments
+        shown = yaml.safe_load(result.stdout)
+        assert shown["metadata"]["finalizers"] == ["example.com/keep"]
+        if kind == "Pod":
+            assert shown["spec"]["containers"][0]["env"] == [{"name": "TOKEN"}]
+
+
 @pytest.mark.kubectl
 def test_a_backup_recreates_the_object_with_kubectl(tmp_path: Path, kubeconfig_path: Path) -> None:
     from bot.store import migrating
@@ -510,26 +619,44 @@ def test_a_backup_recreates_the_object_with_kubectl(tmp_path: Path, kubeconfig_p
         )
 
     assert kubectl("create", "namespace", "shop").returncode == 0
-    made = kubectl("create", "configmap", "settings", "-n", "shop", "--from-literal=color=blue")
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080, "protocol": "TCP"}]},
+    }
+    made = kubectl("create", "-f", "-", stdin=json.dumps(service))
     assert made.returncode == 0, made.stderr
-    live = json.loads(kubectl("get", "configmap", "settings", "-n", "shop", "-o", "json").stdout)
-    assert live["metadata"]["resourceVersion"]
+    made = kubectl("create", "secret", "generic", "creds", "-n", "shop", f"--from-literal=password={SECRET_VALUE}")
+    assert made.returncode == 0, made.stderr
+    assert kubectl("label", "secret", "creds", "-n", "shop", "team=db").returncode == 0
+    live_service = json.loads(kubectl("get", "service", "web", "-n", "shop", "-o", "json").stdout)
+    live_secret = json.loads(kubectl("get", "secret", "creds", "-n", "shop", "-o", "json").stdout)
+    assert live_service["metadata"]["resourceVersion"]
 
     url = f"sqlite:///{tmp_path / 'b.db'}"
     migrating.upgrade(url)
     database = Database(url)
     try:
-        backup_id = add_backup(database, make_request(database), live)
+        request_id = make_request(database)
+        backups = [add_backup(database, request_id, live) for live in (live_service, live_secret)]
     finally:
         database.dispose()
-    assert kubectl("delete", "configmap", "settings", "-n", "shop").returncode == 0
+    assert kubectl("delete", "service", "web", "-n", "shop").returncode == 0
+    assert kubectl("delete", "secret", "creds", "-n", "shop").returncode == 0
 
-    shown = run_nsstuck("backup", "show", str(backup_id), env={"NSSTUCK_DATABASE_URL": url})
-    created = kubectl("create", "-f", "-", stdin=shown.stdout)
-    assert created.returncode == 0, created.stderr
-    again = json.loads(kubectl("get", "configmap", "settings", "-n", "shop", "-o", "json").stdout)
-    assert again["data"] == {"color": "blue"}
-    assert again["metadata"]["uid"] != live["metadata"]["uid"]
+    for backup_id in backups:
+        shown = run_nsstuck("backup", "show", str(backup_id), env={"NSSTUCK_DATABASE_URL": url})
+        _no_secret_value(shown.stdout)
+        created = kubectl("create", "-f", "-", stdin=shown.stdout)
+        assert created.returncode == 0, created.stderr
+    again = json.loads(kubectl("get", "service", "web", "-n", "shop", "-o", "json").stdout)
+    assert again["spec"]["selector"] == {"app": "web"}  # a whole object comes back whole
+    assert again["metadata"]["uid"] != live_service["metadata"]["uid"]
+    secret = json.loads(kubectl("get", "secret", "creds", "-n", "shop", "-o", "json").stdout)
+    assert secret["metadata"]["labels"] == {"team": "db"}  # a Secret comes back as its metadata, no data
+    assert not secret.get("data")
+    assert secret["metadata"]["uid"] != live_secret["metadata"]["uid"]
 
 
 def test_help_texts_describe_the_commands() -> None:

@@ -6,9 +6,13 @@ Secrets: the Slack bot token, app token and signing secret; the database passwor
 and the migration role's, NSSTUCK_MIGRATION_DATABASE_URL); in kubeconfigs a
 bearer token, a token file, an exec plugin's environment and the token it prints, a client certificate
 and its key, basic-auth username and password, credentials in the server URL and in `proxy-url`, and
-the token of a cluster that refuses it. Each is a canary: unique, with 24 random hex digits, searched
-as itself, as fragments (each half of its random part) and encoded (base64, and for the client key
-and certificate, windows of their base64, PEM and DER forms).
+the token of a cluster that refuses it; and values in a cluster, which nsstuck must never read or keep
+(tests/reliability/_values.py): a Secret's data and stringData, a ConfigMap's data and binaryData (in
+a namespace the digests diagnose, and in the ConfigMap whose finalizer is removed through Slack, so in
+its backup), pods' environment values and the last-applied annotations that repeat them. Each is a
+canary: unique, with 24 random hex digits, searched as itself, as fragments (each half of its random
+part) and encoded (base64, and for the client key and certificate, windows of their base64, PEM and
+DER forms).
 
 Surfaces: the bot's log (at DEBUG), every command's stdout and stderr (in-process and as processes,
 also at DEBUG), every request the Slack emulator received and every message, ephemeral, response_url
@@ -67,6 +71,8 @@ from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import Delivery
 from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, BOB, OPS_CHANNEL, populate_workspace
 from tests.pgdatabase import temporary_database
+from tests.reliability._values import BACKEND_NAMESPACE, ValueCanaries, build_vault
+from tests.reliability._values import NAMESPACE as VALUES_NAMESPACE
 from tests.slack._bot import Running, serve_process
 
 JSON = dict[str, Any]
@@ -157,13 +163,13 @@ class Canaries:
     client_cert: str = ""
     client_key: str = ""
     reference: tuple[str, str] = ("", "")  # another certificate and key of the same CA: not secrets
+    # values in the cluster: a Secret's data, a ConfigMap's data, pods' environment values (_values.py)
+    values: ValueCanaries = field(default_factory=ValueCanaries)
 
     def all(self) -> list[Canary]:
-        out = [
-            _canary(name, value)
-            for name, value in vars(self).items()
-            if name not in ("client_cert", "client_key", "basic_user", "basic_password", "reference") and value
-        ]
+        skipped = ("client_cert", "client_key", "basic_user", "basic_password", "reference", "values")
+        out = [_canary(name, value) for name, value in vars(self).items() if name not in skipped and value]
+        out += [_canary(name, value) for name, value in self.values.values().items()]
         basic = _b64(f"{self.basic_user}:{self.basic_password}")  # the Authorization header's value
         out.append(_canary("basic_user", self.basic_user, basic))
         out.append(_canary("basic_password", self.basic_password, basic))
@@ -411,6 +417,41 @@ def _stuck_namespace(emu: Emulator, name: str) -> None:
     emu.settle()
 
 
+def _changed_objects(emu: Emulator | None) -> dict[str, Any]:
+    """The cluster's objects, for what nsstuck wrote into them; less those that hold the values planted
+    by `_values_in` (they are the cluster's own: what matters is that nsstuck never read or kept them)."""
+    assert emu is not None
+    return {k: v for k, v in snapshot(emu).items() if k.split("/")[2] not in (VALUES_NAMESPACE, BACKEND_NAMESPACE)}
+
+
+def _planted(emu: Emulator | None) -> JSON:
+    """The Secret of `vault` as the cluster holds it: its data is there for nsstuck to leak."""
+    assert emu is not None
+    return KubeHTTP(emu.url, emu.admin_token).get(f"/api/v1/namespaces/{VALUES_NAMESPACE}/secrets/db-password")
+
+
+def _values_were_there(planted: JSON, canaries: Canaries, surfaces: Surfaces) -> None:
+    """Not vacuous: the values were in the cluster, and the namespace holding them was diagnosed."""
+    assert base64.b64decode(planted["data"]["password"]).decode() == canaries.values.secret_data
+    dump = next(text for name, text in surfaces.texts.items() if name.startswith("database dump"))
+    assert f'"namespace": "{VALUES_NAMESPACE}"' in dump  # a digest diagnosed it and recorded its snapshot
+
+
+def _values_in(emu: Emulator, values: ValueCanaries) -> None:
+    """The remediated cluster gets values nsstuck must never read or keep: the ConfigMap whose finalizer
+    is removed through Slack holds a canary in its data (so its backup would too, were it read whole);
+    the namespace `vault` (a Secret and a ConfigMap with canaries in their data, a pod with canary
+    environment values) is diagnosed by the digests; a webhook's backend pods have one as well."""
+    KubeHTTP(emu.url, emu.admin_token).patch(
+        "/api/v1/namespaces/finalizer-demo/configmaps/mymap",
+        {
+            "data": {"dsn": f"postgres://app:{values.configmap_data}@db/app"},
+            "binaryData": {"blob": _b64(values.configmap_binary)},
+        },
+    )
+    build_vault(emu, values, nodes=False)
+
+
 @contextlib.contextmanager
 def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> Iterator[World]:
     root.mkdir(parents=True, exist_ok=True)
@@ -426,6 +467,8 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
                 canaries.client_cert, canaries.client_key = emu.issue_client_certificate(IDENTITY)
                 canaries.reference = emu.issue_client_certificate("reference")
             scenario = apply_scenario(emu, name)
+            if name == REMEDIATED:
+                _values_in(emu, canaries.values)
             _admit(emu, canaries)
             kind = AUTH_KINDS[index % len(AUTH_KINDS)]
             cluster_name = "prod-eu" if name == REMEDIATED else name
@@ -801,13 +844,15 @@ def test_no_secret_reaches_what_anyone_can_see(
         for file in tmp_path.glob("bot.db*"):
             surfaces.add(f"database file {file.name}", file.read_bytes())
         prod = world.cluster("prod-eu").emulator
-        surfaces.add("objects of the cluster nsstuck changed", snapshot(prod))
+        surfaces.add("objects of the cluster nsstuck changed", _changed_objects(prod))
+        planted = _planted(prod)
 
         bot_posts = [e for e in slack.calls("chat.postMessage") if e.ok and e.token_kind == "bot"]
 
     surfaces.assert_clean(canaries.all())  # first: a leak is reported whatever else went wrong
     problems += [problem for run, outcome in outcomes for problem in run.problems(outcome)]
     assert not problems, "\n\n".join(problems)
+    _values_were_there(planted, canaries, surfaces)
     # the credentials were in use: a report from every cluster, each holding one kind of credential
     assert {c.auth for c in world.scenarios} == set(AUTH_KINDS)
     assert states == {c.name: c.state for c in world.scenarios}
@@ -991,10 +1036,12 @@ def test_socket_mode_and_the_database_password_stay_hidden(
 
         connections = [e for e in _opened(slack) if e.ok and e.token_kind == "app"]
         bot_posts = [e for e in slack.calls("chat.postMessage") if e.ok and e.token_kind == "bot"]
+        planted = _planted(world.cluster("prod-eu").emulator)
 
     surfaces.assert_clean(canaries.all())
     problems += [problem for run, outcome in outcomes for problem in run.problems(outcome)]
     assert not problems, "\n\n".join(problems)
+    _values_were_there(planted, canaries, surfaces)
     # in use: the app token opened the connection, the bot token posted, the database took the password
     assert connections
     assert bot_posts

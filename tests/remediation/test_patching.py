@@ -254,7 +254,9 @@ def test_removing_one_of_two_finalizers_keeps_the_object_and_the_other(
     assert int(now["metadata"]["resourceVersion"]) > int(target.resource_version or 0)
     assert now["metadata"]["finalizers"] == ["example.com/first"]
     assert now["metadata"]["uid"] == created["metadata"]["uid"]
-    assert now["data"] == {"color": "blue"}
+    assert admin.get("/api/v1/namespaces/shop/configmaps/settings")["data"] == {"color": "blue"}  # kept
+    assert "data" not in now  # read as metadata only
+    assert "data" not in result.object  # and answered so
     assert took_effect(remedy, planned.live[0], now)
 
 

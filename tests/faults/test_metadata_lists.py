@@ -1,0 +1,101 @@
+"""What the collector asks for (issue 20, item 1): the types of a terminating namespace as metadata only
+(`PartialObjectMetadataList`), pods in full; a server that cannot answer with metadata only (406) is
+asked again for the whole objects, reduced at once, except for Secrets and ConfigMaps, which are never
+read whole: a 406 there is a gap."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from bot.domain.findings import Action
+from bot.services.diagnosing import DiagnosisResult
+from bot.services.scanning import scan_cluster
+from tests.fakes.kubeapi import Journaled
+from tests.faults._support import KIALI_LIST, NAMESPACE, Cluster, Fault, assert_partial, offered
+
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+# what kube-apiserver answers a media type it cannot serve (negotiation.NewNotAcceptableError)
+NOT_ACCEPTABLE = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "metadata": {},
+    "status": "Failure",
+    "message": "only the following media types are accepted: application/json, application/yaml",
+    "reason": "NotAcceptable",
+    "code": 406,
+}
+NAMESPACED_LIST = re.compile(rf"^/apis?/(?:[^/]+/)?[^/]+/namespaces/{NAMESPACE}/([^/]+)$")
+
+
+def _lists(journal: list[Journaled]) -> dict[str, list[Journaled]]:
+    """The lists of each type in the namespace, by resource name."""
+    out: dict[str, list[Journaled]] = {}
+    for entry in journal:
+        match = NAMESPACED_LIST.match(entry.path)
+        if entry.method == "GET" and match:
+            out.setdefault(match.group(1), []).append(entry)
+    return out
+
+
+def _complete(result: DiagnosisResult) -> None:
+    assert result.diagnosis.complete is True, [str(g) for g in result.diagnosis.gaps]
+    assert Action.FORCE_FINALIZE_NAMESPACE in offered(result.diagnosis)
+
+
+def test_only_pods_are_listed_whole_in_a_terminating_namespace(cluster: Cluster) -> None:
+    cluster.emu.request_journal.clear()
+    result, _ = cluster.diagnose()
+    scan_cluster(cluster.target, stuck_after=timedelta(0), now=cluster.emu.clock.now())
+
+    _complete(result)
+    lists = _lists(list(cluster.emu.request_journal))
+    assert {"secrets", "configmaps", "pods", "kialis", "serviceaccounts"} <= set(lists), sorted(lists)
+    assert {e.accept for e in lists.pop("pods")} == {"application/json"}
+    assert {(name, e.accept) for name, entries in lists.items() for e in entries} == {
+        (name, METADATA_LIST) for name in lists
+    }
+    # what is kept of them: their own apiVersion and kind (not PartialObjectMetadata's), and metadata
+    [kiali] = result.snapshot.objects("kialis.kiali.io")
+    assert (kiali["apiVersion"], kiali["kind"], set(kiali)) == (
+        "kiali.io/v1alpha1",
+        "Kiali",
+        {"apiVersion", "kind", "metadata"},
+    )
+    assert kiali["metadata"]["finalizers"] == ["kiali.io/finalizer"]
+    for rtype, obj in result.snapshot.all_contents():
+        assert obj["kind"] == rtype.kind
+        if rtype.key != "pods":
+            assert set(obj) == {"apiVersion", "kind", "metadata"}, obj
+
+
+def test_a_type_whose_server_cannot_answer_metadata_only_is_read_whole_once(cluster: Cluster) -> None:
+    rule = cluster.emu.knobs.inject_fault(KIALI_LIST, 406, NOT_ACCEPTABLE, times=1)
+    cluster.emu.request_journal.clear()
+
+    result, _ = cluster.diagnose()
+
+    _complete(result)
+    assert rule.hits == 1
+    assert [e.accept for e in _lists(list(cluster.emu.request_journal))["kialis"]] == [
+        METADATA_LIST,
+        "application/json",
+    ]
+    [kiali] = result.snapshot.objects("kialis.kiali.io")
+    assert set(kiali) == {"apiVersion", "kind", "metadata"}  # reduced at once: its spec is not kept
+    assert "Kiali" in result.diagnosis.findings[0].summary
+
+
+def test_secrets_are_never_read_whole_not_even_when_refused_metadata_only(cluster: Cluster) -> None:
+    secrets = rf"^GET /api/v1/namespaces/{NAMESPACE}/secrets$"
+    cluster.emu.knobs.inject_fault(secrets, 406, NOT_ACCEPTABLE)
+    cluster.emu.request_journal.clear()
+
+    result, _ = cluster.diagnose()
+
+    assert_partial(
+        result.diagnosis,
+        Fault("406", lambda emu: None, f"list secrets in {NAMESPACE}", "error", "only the following media types"),
+    )
+    asked = _lists(list(cluster.emu.request_journal))["secrets"]
+    assert [e.accept for e in asked] == [METADATA_LIST]
