@@ -559,7 +559,7 @@ def test_a_secrets_backup_keeps_and_shows_only_its_metadata(database: Database) 
 
 
 @pytest.mark.parametrize("kind", ["Secret", "ConfigMap", "Pod"])
-def test_an_old_backup_holding_values_is_shown_without_them(database: Database, kind: str) -> None:
+def test_an_old_backup_holding_values_is_shown_without_them(database: Database, database_url: str, kind: str) -> None:
     """A backup taken before nsstuck read Secrets and ConfigMaps as metadata only (and kept the
     environment values of pods) stays as it is, intact; `backup show` never prints those values."""
     encoded = base64.b64encode(SECRET_VALUE.encode()).decode()
@@ -572,7 +572,7 @@ def test_an_old_backup_holding_values_is_shown_without_them(database: Database, 
     request_id = make_request(database)
     from bot.store.backups import object_sha256
 
-    with attacker(database.url, "backups") as conn:  # written as the code before this one wrote it
+    with attacker(database_url, "backups") as conn:  # written as the code before this one wrote it
         conn.execute(
             text(
                 "INSERT INTO backups (request_id, cluster, api_version, kind, namespace, name, uid, "
