@@ -187,6 +187,18 @@ def _check_channel(value: str) -> str:
     return value
 
 
+_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _check_finalizer_resource(value: str) -> str:
+    if not _RESOURCE_NAME.match(value):
+        raise ValueError(
+            f"{_shown(value)} is not RESOURCE or RESOURCE.GROUP (e.g. widgets.example.com); "
+            "never * or a subresource: RBAC's * also grants subresources such as pods/ephemeralcontainers"
+        )
+    return value
+
+
 def _check_approver(value: str) -> str:
     if not _APPROVER_ID.match(value):
         raise ValueError(f"{_shown(value)} is not a Slack user ID (U…/W…) or user group ID (S…)")
@@ -269,6 +281,10 @@ class ClusterConfig(_Strict):
     # (Kubernetes impersonation), mapped to a Kubernetes identity by `impersonation`
     act_as_approver: bool = False
     impersonation: ImpersonationConfig | None = None
+    # resources beyond the finalizer catalogue's whose finalizers nsstuck may remove here (RESOURCE or
+    # RESOURCE.GROUP, as remediation.finalizerResources in the chart, which writes this for the cluster
+    # nsstuck runs in): nsstuck's role on the cluster must grant `get` and `patch` on them
+    finalizer_resources: tuple[Annotated[str, AfterValidator(_check_finalizer_resource)], ...] = ()
     # whether people from outside the workspace (Slack Connect, strangers) and guests may request and
     # approve changes here; they may diagnose wherever the channel allows it in any case
     allow_external_users: bool = False

@@ -120,6 +120,7 @@ class Executor:
         execution_timeout: timedelta = timedelta(seconds=120),
         clock: Callable[[], datetime] = utcnow,
         acting_as: Callable[[RequestView], Impersonation | None] = lambda view: None,
+        not_granted: Callable[[RequestView], str | None] = lambda view: None,
     ) -> None:
         self.db = db
         self.clusters = clusters
@@ -129,6 +130,8 @@ class Executor:
         # who a request's reads and writes act as (act_as_approver: its last approver's identity);
         # raises NoIdentityError when that approver has none
         self.acting_as = acting_as
+        # why nsstuck's own role on the cluster does not cover a request's targets (then nothing is sent)
+        self.not_granted = not_granted
 
     @contextmanager
     def _patcher(
@@ -159,6 +162,9 @@ class Executor:
             except NoIdentityError as e:  # refused before anything is read or written
                 return self._finish(view, execution_id, RequestStatus.FAILED, str(e), phase="identity")
             acting = _acting(identity)
+            missing = self.not_granted(view)
+            if missing:  # said in words, instead of the API server's 403 after the re-check's reads
+                return self._finish(view, execution_id, RequestStatus.FAILED, missing, phase="permission", **acting)
             try:
                 with self._patcher(view.cluster, hold, identity) as patcher:
                     return self._execute(view, hold, patcher, identity)

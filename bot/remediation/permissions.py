@@ -11,11 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.domain.access import Rule, allowed_by, parse_request, unique
-from bot.domain.findings import Action
+from bot.domain.access import READ_VERBS, Request, Rule, allowed_by, parse_request, unique
+from bot.domain.findings import Action, Remedy
 from bot.remediation.kinds.registry import KINDS
+from bot.settings import ClusterConfig
 
-__all__ = ["IMPERSONATION", "PERMISSIONS", "Rule", "allowed", "remediation_rules", "request_of", "rules_for"]
+__all__ = [
+    "IMPERSONATION",
+    "PERMISSIONS",
+    "Rule",
+    "allowed",
+    "extra_finalizer_rules",
+    "not_granted",
+    "remediation_rules",
+    "request_of",
+    "rules_for",
+]
 
 # act_as_approver: nsstuck writes nothing with its own identity; it sends every read and write of a
 # change as the approver (Impersonate-User, Impersonate-Group, bot.kube.connecting.Impersonation). The
@@ -48,3 +59,38 @@ def rules_for(actions: Iterable[Action]) -> list[Rule]:
 def remediation_rules() -> tuple[Rule, ...]:
     """Every rule of every remedy: what the Helm chart's remediation ClusterRole grants."""
     return tuple(rules_for(PERMISSIONS))
+
+
+def extra_finalizer_rules(resources: Iterable[str]) -> tuple[Rule, ...]:
+    """`get` and `patch` on the resources a cluster adds to the catalogue's (`finalizer_resources`:
+    RESOURCE or RESOURCE.GROUP), one rule per API group, as the chart renders them."""
+    by_group: dict[str, list[str]] = {}
+    for name in resources:
+        resource, _, group = name.partition(".")
+        if resource not in by_group.setdefault(group, []):
+            by_group[group].append(resource)
+    return tuple(Rule((group,), tuple(sorted(names)), ("get", "patch")) for group, names in sorted(by_group.items()))
+
+
+def not_granted(cluster: ClusterConfig, remedy: Remedy) -> str | None:
+    """Why nsstuck's own role on the cluster does not let it carry out this remedy on its targets, in
+    words ("nsstuck may not patch widgets.example.com on prod-eu: ..."), or None. With
+    `act_as_approver` the approver's own RBAC decides, and the cluster answers for it."""
+    kind = KINDS.get(remedy.action)
+    if kind is None or not kind.target_verbs or cluster.act_as_approver:
+        return None
+    rules = (*kind.rules, *extra_finalizer_rules(cluster.finalizer_resources))
+    for target in remedy.targets:
+        resource = target.resource or f"{target.kind.lower()}s"
+        # the write first: that is the verb people recognise ("may not patch widgets.example.com")
+        for verb in sorted(kind.target_verbs, key=lambda v: v in READ_VERBS):
+            request = Request(verb=verb, group=target.group, resource=resource, namespace=target.namespace or "")
+            if not allowed_by(rules, request):
+                qualified = f"{resource}.{target.group}" if target.group else resource
+                where = (
+                    "add it to remediation.finalizerResources in the chart"
+                    if cluster.in_cluster
+                    else "add it to the cluster's finalizer_resources in the config, and grant it there"
+                )
+                return f"nsstuck may not {verb} {qualified} on {cluster.name}: {where}"
+    return None

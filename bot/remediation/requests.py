@@ -19,7 +19,7 @@ from bot.domain.findings import Diagnosis, NamespaceState, Remedy
 from bot.domain.refs import ClusterName
 from bot.domain.statuses import IncidentStatus, RequestStatus
 from bot.errors import UserError
-from bot.remediation import policy
+from bot.remediation import permissions, policy
 from bot.settings import ClusterConfig
 from bot.store.audit import SYSTEM_ACTOR, Appended
 from bot.store.database import Database, UnitOfWork
@@ -151,7 +151,7 @@ def file_request(
     remedy = find_remedy(diagnosis, remedy_id)
     if remedy is None:
         raise UserError("That remedy is not part of this diagnosis.")
-    refusal = policy.cannot_request(diagnosis, remedy)
+    refusal = policy.cannot_request(diagnosis, remedy) or permissions.not_granted(cluster, remedy)
     if refusal:
         raise UserError(refusal)
     with db.unit_of_work() as uow:

@@ -17,7 +17,7 @@ from bot.domain.refs import ClusterName
 from bot.errors import UserError
 from bot.kube.connecting import Impersonation
 from bot.kube.registry import ClusterRegistry
-from bot.remediation import policy
+from bot.remediation import permissions, policy
 from bot.remediation.executing import Executor
 from bot.remediation.identity import PeopleDirectory, approver_identity
 from bot.remediation.requests import (
@@ -72,8 +72,15 @@ class Remediation:
             execution_timeout=timedelta(seconds=settings.execution_timeout_seconds),
             clock=clock,
             acting_as=self._acting_as,
+            not_granted=self._not_granted,
         )
         self.executions = ThreadPoolExecutor(max_workers=EXECUTION_WORKERS, thread_name_prefix="nsstuck-execute")
+
+    def _not_granted(self, view: RequestView) -> str | None:
+        """Why nsstuck's own role on the request's cluster does not cover its targets (the config may
+        have changed since it was filed), or None."""
+        cluster = self.config.cluster(view.cluster)
+        return permissions.not_granted(cluster, view.remedy) if cluster is not None else None
 
     def _acting_as(self, view: RequestView) -> Impersonation | None:
         """With act_as_approver: the identity of the approver whose vote completed the quorum."""

@@ -1,20 +1,25 @@
 """The chart's RBAC is the tables in code: the read-only ClusterRole is READ_PERMISSIONS, the
-remediation ClusterRole is PERMISSIONS, nothing writes unless remediation.enabled, and the one
-broad write rule narrows to the resources listed in remediation.finalizerResources."""
+remediation ClusterRole is PERMISSIONS, nothing writes unless remediation.enabled, and finalizers are
+removed only from the resources of the finalizer catalogue plus those remediation.finalizerResources
+adds: never `*`, never a subresource."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from bot.domain.access import READ_VERBS, Rule, grants
 from bot.domain.findings import Action
 from bot.kube.permissions import READ_PERMISSIONS
-from bot.remediation.permissions import IMPERSONATION, PERMISSIONS, remediation_rules
+from bot.remediation.kinds.remove_finalizer import catalogue_rules
+from bot.remediation.permissions import IMPERSONATION, PERMISSIONS, extra_finalizer_rules, remediation_rules
 from tests.chart.conftest import HelmError, Render, find, one
 
 REMEDIATION_ON = {"remediation": {"enabled": True}}
+FINALIZER_RESOURCES = Path(__file__).resolve().parents[2] / "helm" / "nsstuck" / "files" / "finalizer-resources.yaml"
 
 
 def _rules(role: dict[str, Any]) -> list[Rule]:
@@ -51,9 +56,9 @@ def test_the_remediation_role_is_the_remediation_table(render: Render) -> None:
     docs = render(REMEDIATION_ON)
     role = one(docs, "ClusterRole", "nsstuck-remediate")
     assert grants(_rules(role)) == grants(remediation_rules())
-    # the writes, exactly the documented ones (README "RBAC")
-    documented = {
-        ("patch", "*", "*"),
+    # the writes, exactly the documented ones (README "RBAC"): patch on the catalogue's resources...
+    catalogue = {("patch", group, resource) for group, resource in catalogue_resources()}
+    documented = catalogue | {
         ("patch", "", "namespaces"),
         ("update", "", "namespaces/finalize"),
         ("delete", "apiregistration.k8s.io", "apiservices"),
@@ -82,25 +87,53 @@ def test_roles_are_bound_to_the_service_account(render: Render) -> None:
     assert one(docs, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == account
 
 
-def test_finalizer_resources_narrow_the_broad_rule(render: Render) -> None:
-    values = {"remediation": {"enabled": True, "finalizerResources": ["kialis.kiali.io", "configmaps", "*.example.io"]}}
-    role = one(render(values), "ClusterRole", "nsstuck-remediate")
-    broad = Rule(("*",), ("*",), ("get", "patch"))
-    expected = (grants(remediation_rules()) - broad.grants()) | {
-        (verb, group, resource)
-        for verb in ("get", "patch")
-        for group, resource in (("kiali.io", "kialis"), ("", "configmaps"), ("example.io", "*"))
+def catalogue_resources() -> set[tuple[str, str]]:
+    """The (group, resource) pairs the catalogue's finalizers sit on, but for cluster-scoped ones and
+    the namespace itself (remove_namespace_finalizer's), which hold no namespace."""
+    return {(group, resource) for rule in catalogue_rules() for group in rule.api_groups for resource in rule.resources}
+
+
+def test_the_finalizer_rules_are_the_catalogues_with_no_wildcard_and_no_subresource(render: Render) -> None:
+    role = one(render(REMEDIATION_ON), "ClusterRole", "nsstuck-remediate")
+    for rule in _rules(role):
+        assert "*" not in rule.api_groups, rule
+        assert "*" not in rule.verbs, rule
+        assert not any("*" in r or "/" in r for r in rule.resources if r != "namespaces/finalize"), rule
+    assert {(g, r) for verb, g, r in grants(_rules(role)) if verb == "patch"} >= catalogue_resources()
+    # the catalogue's resources, less what holds no namespace
+    assert ("kiali.io", "kialis") in catalogue_resources()
+    assert ("argoproj.io", "applications") in catalogue_resources()
+    assert ("", "nodes") not in catalogue_resources()
+    assert ("", "namespaces") not in catalogue_resources()
+    assert grants(PERMISSIONS[Action.REMOVE_FINALIZER]) == {
+        (verb, g, r) for verb in ("get", "patch") for g, r in catalogue_resources()
     }
-    assert grants(_rules(role)) == expected
-    assert not any("*" in rule.api_groups for rule in _rules(role))
-    assert PERMISSIONS[Action.REMOVE_FINALIZER] == (broad,)  # what the default ["*"] stands for
+
+
+def test_the_chart_file_of_finalizer_resources_is_the_catalogues() -> None:
+    listed = yaml.safe_load(FINALIZER_RESOURCES.read_text())["resources"]
+    expected = sorted(f"{r}.{g}" if g else r for g, r in catalogue_resources())
+    assert listed == expected, "run `.venv/bin/python scripts/finalizer-resources` and commit the file"
+
+
+def test_finalizer_resources_add_to_the_catalogues(render: Render) -> None:
+    values = {"remediation": {"enabled": True, "finalizerResources": ["widgets.example.com", "limitranges"]}}
+    docs = render(values)
+    role = one(docs, "ClusterRole", "nsstuck-remediate")
+    added = {(verb, g, r) for verb in ("get", "patch") for g, r in (("example.com", "widgets"), ("", "limitranges"))}
+    assert grants(_rules(role)) == grants(remediation_rules()) | added
+    assert grants(_rules(role)) == grants(remediation_rules()) | grants(
+        extra_finalizer_rules(["widgets.example.com", "limitranges"])
+    )
 
 
 @pytest.mark.parametrize(
     ("values", "message"),
     [
-        ({"remediation": {"enabled": True, "finalizerResources": []}}, "finalizerResources is empty"),
-        ({"remediation": {"enabled": True, "finalizerResources": ["Kialis/kiali"]}}, "is not"),
+        ({"remediation": {"enabled": True, "finalizerResources": ["Kialis/kiali"]}}, "is not RESOURCE"),
+        ({"remediation": {"enabled": True, "finalizerResources": ["*"]}}, "never \\*"),
+        ({"remediation": {"enabled": True, "finalizerResources": ["*.example.io"]}}, "never \\*"),
+        ({"remediation": {"enabled": True, "finalizerResources": ["pods/ephemeralcontainers"]}}, "is not RESOURCE"),
         (
             {"config": {"clusters": [{"name": "local", "in_cluster": True, "remediation": True}]}},
             "remediation.enabled is false",

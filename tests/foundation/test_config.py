@@ -69,6 +69,7 @@ def test_full_config_loads(tmp_path: Path, kubeconfig: Path) -> None:
             approvers: [U0AAAAAAA, S0BBBBBBB]
             required_approvals: 2
             allow_external_users: true
+            finalizer_resources: [widgets.example.com, limitranges]
           - name: local
             in_cluster: true
         digests:
@@ -84,6 +85,8 @@ def test_full_config_loads(tmp_path: Path, kubeconfig: Path) -> None:
     assert prod.required_approvals == 2
     assert prod.approvers == ("U0AAAAAAA", "S0BBBBBBB")
     assert prod.allow_external_users is True
+    assert prod.finalizer_resources == ("widgets.example.com", "limitranges")
+    assert config.require_cluster("local").finalizer_resources == ()  # the catalogue's alone
     assert config.require_cluster("local").in_cluster
     assert config.require_cluster("local").allow_external_users is False  # guests and outsiders: not by default
     assert config.digests[0].stuck_after == timedelta(hours=1, minutes=30)
@@ -163,6 +166,14 @@ BAD_CONFIGS = {
     "allow_external_users misspelt": (
         "clusters:\n  - name: prod\n    in_cluster: true\n    allow_external_user: true\n",
         "clusters[0].allow_external_user (line 4): unknown key",
+    ),
+    "finalizer_resources with a wildcard": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    finalizer_resources: ['*.example.com']\n",
+        "clusters[0].finalizer_resources[0] (line 4): '*.example.com' is not RESOURCE or RESOURCE.GROUP",
+    ),
+    "finalizer_resources with a subresource": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    finalizer_resources: [pods/ephemeralcontainers]\n",
+        "never * or a subresource",
     ),
     "both kubeconfig and in_cluster": (
         "clusters:\n  - name: prod\n    in_cluster: true\n    kubeconfig: /tmp/k\n",

@@ -63,3 +63,7 @@ class RemedyKind:
     stale_reason: StaleReason
     operation: Plan
     took_effect: TookEffect
+    # the verbs it uses on each target object itself: checked against nsstuck's own role for the
+    # cluster before a request is filed and before it is carried out, so that a target the role does not
+    # cover is said in words instead of met with the API server's 403 (empty: its rules always cover them)
+    target_verbs: tuple[str, ...] = ()

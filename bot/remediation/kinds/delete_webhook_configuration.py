@@ -75,4 +75,5 @@ KIND = RemedyKind(
     stale_reason=_ops.nothing_else_to_recheck,
     operation=_ops.plain_delete,
     took_effect=_ops.deleting_took_effect,
+    target_verbs=("get", "delete"),
 )

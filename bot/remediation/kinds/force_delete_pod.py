@@ -47,4 +47,5 @@ KIND = RemedyKind(
     stale_reason=_ops.nothing_else_to_recheck,
     operation=_operation,
     took_effect=_took_effect,
+    target_verbs=("get", "delete"),
 )

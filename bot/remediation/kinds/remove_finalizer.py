@@ -3,12 +3,35 @@ controller is gone: a JSON patch guarded by the object's uid, resourceVersion an
 
 from __future__ import annotations
 
+from bot.diagnosis import catalogue
 from bot.domain.access import Rule
 from bot.domain.changes import Operation
 from bot.domain.findings import Action, Remedy
 from bot.domain.refs import KubeObject, ObjectRef, finalizers_of
 from bot.remediation.kinds import _ops
 from bot.remediation.kinds.base import RemedyKind
+
+# what a finalizer of the catalogue may sit on without holding a namespace (cluster-scoped), and the
+# namespace itself (remove_namespace_finalizer patches that): never part of this remedy's role
+_NOT_IN_A_NAMESPACE = frozenset(
+    {
+        ("", "namespaces"),
+        ("", "nodes"),
+        ("", "persistentvolumes"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    }
+)
+
+
+def catalogue_rules() -> tuple[Rule, ...]:
+    """`get` and `patch` on exactly the resources the finalizer catalogue's finalizers sit on, one rule
+    per API group: no `*`, no subresource (RBAC's `*` would also match subresources such as
+    pods/ephemeralcontainers). What else a cluster needs is added by its `finalizer_resources`."""
+    by_group: dict[str, list[str]] = {}
+    for group, resource in catalogue.resources():
+        if (group, resource) not in _NOT_IN_A_NAMESPACE:
+            by_group.setdefault(group, []).append(resource)
+    return tuple(Rule((group,), tuple(sorted(names)), ("get", "patch")) for group, names in sorted(by_group.items()))
 
 
 def _stale_reason(remedy: Remedy, ref: ObjectRef, obj: KubeObject) -> str | None:
@@ -29,9 +52,9 @@ def _took_effect(remedy: Remedy, before: KubeObject, now: KubeObject) -> bool:
 KIND = RemedyKind(
     action=Action.REMOVE_FINALIZER,
     doing="Removing a finalizer",
-    # an orphaned finalizer can sit on any kind of object (custom resources above all), so this is the
-    # one rule that cannot name its resources in advance; switch remediation off where that is too much
-    rules=(Rule(("*",), ("*",), ("get", "patch")),),
+    # the resources the catalogue's finalizers sit on; an orphaned finalizer on anything else needs the
+    # cluster's `finalizer_resources` (remediation.finalizerResources in the chart)
+    rules=catalogue_rules(),
     min_approvals=1,
     needs_finalizer=True,
     needs_complete_diagnosis=False,
@@ -41,4 +64,5 @@ KIND = RemedyKind(
     stale_reason=_stale_reason,
     operation=_operation,
     took_effect=_took_effect,
+    target_verbs=("get", "patch"),
 )

@@ -138,14 +138,9 @@ that `helm template` and `helm install` both stop on them.
 {{- fail (printf "config.clusters[%d] (%s) is in_cluster with remediation: true, but remediation.enabled is false: the chart grants no write permission; enable both or neither" $i $cluster.name) -}}
 {{- end -}}
 {{- end -}}
-{{- if .Values.remediation.enabled -}}
-{{- if not .Values.remediation.finalizerResources -}}
-{{- fail "remediation.finalizerResources is empty: list the resources whose finalizers nsstuck may remove, or [\"*\"]" -}}
-{{- end -}}
-{{- range .Values.remediation.finalizerResources -}}
-{{- if not (regexMatch "^(\\*|[a-z0-9][a-z0-9-]*)(\\.[a-z0-9][a-z0-9.-]*)?$" .) -}}
-{{- fail (printf "remediation.finalizerResources: %q is not \"*\", RESOURCE, RESOURCE.GROUP or *.GROUP" .) -}}
-{{- end -}}
+{{- range (.Values.remediation.finalizerResources | default list) -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" (toString .)) -}}
+{{- fail (printf "remediation.finalizerResources: %q is not RESOURCE or RESOURCE.GROUP (e.g. widgets.example.com); never * or a subresource: RBAC's * also grants subresources such as pods/ephemeralcontainers" (toString .)) -}}
 {{- end -}}
 {{- end -}}
 {{- $act := .Values.remediation.actAsApprover | default dict -}}
@@ -176,24 +171,31 @@ remediation ClusterRole (remediation.enabled), so that it offers no button it co
 {{- if and .in_cluster (not $.Values.remediation.enabled) -}}
 {{- $cluster = set $cluster "remediation" false -}}
 {{- end -}}
+{{- if and .in_cluster $.Values.remediation.finalizerResources -}}
+{{- $cluster = set $cluster "finalizer_resources" (concat (.finalizer_resources | default list) $.Values.remediation.finalizerResources | uniq) -}}
+{{- end -}}
 {{- $clusters = append $clusters $cluster -}}
 {{- end -}}
 {{- $_ := set $config "clusters" $clusters -}}
 {{- toYaml $config -}}
 {{- end -}}
 
-{{/* The finalizer rules of remediation: remediation.finalizerResources grouped by API group. */}}
+{{/*
+The finalizer rules of remediation: `get` and `patch` on the resources the finalizer catalogue's
+finalizers sit on (files/finalizer-resources.yaml, generated from the catalogue) and on those
+remediation.finalizerResources adds, grouped by API group. Never `*`, never a subresource.
+*/}}
+{{- define "nsstuck.finalizerResources" -}}
+{{- $catalogue := (.Files.Get "files/finalizer-resources.yaml" | fromYaml).resources -}}
+{{- concat $catalogue (.Values.remediation.finalizerResources | default list) | uniq | toJson -}}
+{{- end -}}
+
 {{- define "nsstuck.finalizerRules" -}}
 {{- $groups := dict -}}
-{{- range .Values.remediation.finalizerResources -}}
-{{- $group := "*" -}}
-{{- $resource := "*" -}}
-{{- if ne . "*" -}}
-{{- $parts := splitn "." 2 . -}}
-{{- $resource = $parts._0 -}}
-{{- $group = default "" $parts._1 -}}
-{{- end -}}
-{{- $_ := set $groups $group (append (default (list) (get $groups $group)) $resource | uniq) -}}
+{{- range (include "nsstuck.finalizerResources" . | fromJsonArray) -}}
+{{- $parts := splitn "." 2 (toString .) -}}
+{{- $group := default "" $parts._1 -}}
+{{- $_ := set $groups $group (append (default (list) (get $groups $group)) $parts._0 | uniq | sortAlpha) -}}
 {{- end -}}
 {{- range $group := keys $groups | sortAlpha }}
 - apiGroups: [{{ $group | quote }}]
