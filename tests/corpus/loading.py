@@ -229,8 +229,10 @@ def _check(http: KubeHTTP, resources: _Resources, case: Case) -> None:
     for obj in case.cluster:
         if obj["kind"] == "Namespace" and not obj["metadata"].get("deletionTimestamp"):
             continue
-        stored = http.get(resources.path(obj, named=True))
+        stored = http.get_or_none(resources.path(obj, named=True))
         where = f"{case.id}: {obj['kind']} {obj['metadata']['name']}"
+        if stored is None:
+            raise CaseError(f"{where}: gone once deleted (an object without finalizers cannot stay deleting)")
         posted_ts = obj["metadata"].get("deletionTimestamp")
         stored_ts = stored["metadata"].get("deletionTimestamp")
         if (posted_ts and _time(posted_ts, where) != _time(stored_ts, where)) or bool(posted_ts) != bool(stored_ts):
