@@ -33,7 +33,7 @@ def _table() -> Iterator[None]:
     if _SCORES:
         print()
         print(table(list(_SCORES.values())))
-    if WRITE_BASELINE and _SCORES:
+    if WRITE_BASELINE and len(_SCORES) == len(all_cases()):  # never a baseline from a partial run (-k)
         results = {s.case: s.to_json() for s in sorted(_SCORES.values(), key=lambda s: s.case)}
         BASELINE.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 
