@@ -26,7 +26,7 @@ def test_the_cluster_list_uses_an_index(database: Database, database_url: str) -
     with database.unit_of_work() as uow:
         repository = HistoryRepository(uow.session)
         for status in ("open", "resolved"):
-            statement = repository._page(status, CLUSTERS[0], None, 20)
+            statement = repository._page(status, repository._scope(CLUSTERS[0], None, None), 20)
             sql = statement.compile(uow.session.get_bind(), compile_kwargs={"literal_binds": True})
             plan = "\n".join(str(row[0]) for row in uow.session.execute(text(f"EXPLAIN {sql}")))
             assert "Seq Scan" not in plan, plan
