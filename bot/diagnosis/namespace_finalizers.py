@@ -1,7 +1,10 @@
 """namespace_finalizer: the Namespace itself keeps a finalizer that nothing will remove.
 
 Either in `metadata.finalizers` (KubeSphere, Rancher, the garbage collector) or a non-`kubernetes`
-entry in `spec.finalizers`. The namespace controller only ever removes `kubernetes`.
+entry in `spec.finalizers`. The namespace controller only ever removes `kubernetes`, and only from
+`spec.finalizers`; `orphan` and `foregroundDeletion` mean something only in `metadata.finalizers`, where
+the garbage collector processes them (reference §1, §5): in `spec.finalizers` nothing acts on them, so
+they hold the namespace for ever, and removing just that token (a PUT of /finalize) undoes nothing.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from bot.diagnosis import catalogue, remedies
 from bot.diagnosis.context import Context, still_deleting
 from bot.diagnosis.reading import workload_running, workload_summary
-from bot.domain.findings import Action, Cause, Finding
+from bot.domain.findings import Action, Cause, Finding, Risk
 from bot.domain.refs import finalizers_of, meta
 
 
@@ -27,6 +30,29 @@ def findings(ctx: Context) -> list[Finding]:
         owners = meta(ctx.namespace_obj).get("ownerReferences") or ()
         for ref in owners:
             evidence.append(f"the namespace is owned by {ref.get('kind')} {ref.get('name')} ({ref.get('apiVersion')})")
+        if owner.handled_by_rule == "gc" and in_spec:
+            evidence.append(
+                "only `kubernetes` in spec.finalizers is processed (by the namespace controller); "
+                f"{finalizer} means something only in metadata.finalizers, where the garbage collector "
+                "processes it: nothing removes it from spec.finalizers"
+            )
+            out.append(
+                Finding(
+                    cause=Cause.NAMESPACE_FINALIZER,
+                    blocking=True,
+                    summary=f"the namespace keeps {finalizer} in spec.finalizers, where nothing removes it",
+                    objects=(ctx.namespace_ref,),
+                    evidence=tuple(evidence),
+                    remedies=remedies.rank(
+                        [
+                            remedies.remove_namespace_finalizer(
+                                ctx.namespace_ref, finalizer, in_spec=True, consequence="", risk=Risk.LOW
+                            )
+                        ]
+                    ),
+                )
+            )
+            continue
         if owner.handled_by_rule == "gc":
             evidence.append(f"{finalizer} is removed by the garbage collector once the dependents are handled")
             out.append(

@@ -74,7 +74,11 @@ def remove_finalizer(obj: ObjectRef, finalizer: str, *, risk: Risk, consequence:
     )
 
 
-def remove_namespace_finalizer(namespace: ObjectRef, finalizer: str, *, in_spec: bool, consequence: str) -> Remedy:
+def remove_namespace_finalizer(
+    namespace: ObjectRef, finalizer: str, *, in_spec: bool, consequence: str, risk: Risk = Risk.MEDIUM
+) -> Remedy:
+    """Removing one finalizer of the namespace itself; `consequence` is what then goes undone (empty:
+    nothing, for a token no controller acts on)."""
     if in_spec:
         filt = f'.spec.finalizers -= ["{finalizer}"]'
         command = (
@@ -90,11 +94,11 @@ def remove_namespace_finalizer(namespace: ObjectRef, finalizer: str, *, in_spec:
         where = "metadata.finalizers"
     return Remedy(
         action=Action.REMOVE_NAMESPACE_FINALIZER,
-        risk=Risk.MEDIUM,
+        risk=risk,
         description=f"Remove {finalizer} from the namespace's {where}",
         targets=(namespace,),
         commands=(command,),
-        leaves_behind=(consequence,),
+        leaves_behind=(consequence,) if consequence else (),
         finalizer=finalizer,
     )
 

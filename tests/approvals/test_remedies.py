@@ -22,6 +22,7 @@ CASES = [
     ("seed003-kiali-orphaned-finalizer", "remove_finalizer"),
     ("seed003-kubesphere-namespace-finalizer", "remove_namespace_finalizer"),
     ("namespace-spec-finalizer", "remove_namespace_finalizer"),
+    ("namespace-spec-foreground-deletion", "remove_namespace_finalizer"),
     ("seed003-prometheus-adapter-service-not-found", "delete_apiservice"),
     ("webhook-blocks-delete", "delete_webhook_configuration"),
     ("pod-on-missing-node", "force_delete_pod"),

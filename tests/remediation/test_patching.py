@@ -48,6 +48,7 @@ CASES: dict[str, Case] = {
     "configmap-finalizer": Case("seed002-configmap-finalizer", Action.REMOVE_FINALIZER),
     "namespace-metadata-finalizer": Case("seed003-kubesphere-namespace-finalizer", Action.REMOVE_NAMESPACE_FINALIZER),
     "namespace-spec-finalizer": Case("namespace-spec-finalizer", Action.REMOVE_NAMESPACE_FINALIZER),
+    "namespace-spec-foreground": Case("namespace-spec-foreground-deletion", Action.REMOVE_NAMESPACE_FINALIZER),
     "force-finalize": Case("seed003-prometheus-adapter-service-not-found", Action.FORCE_FINALIZE_NAMESPACE),
     "apiservice": Case("seed003-prometheus-adapter-service-not-found", Action.DELETE_APISERVICE),
     "webhook-configuration": Case("webhook-blocks-delete", Action.DELETE_WEBHOOK_CONFIGURATION),

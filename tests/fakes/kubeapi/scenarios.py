@@ -1025,6 +1025,27 @@ def _namespace_spec_finalizer(emu: Any) -> None:
     run_for(emu, 60, step=30)
 
 
+def _namespace_spec_foreground(emu: Any) -> None:
+    # kubernetes/kubernetes#77086: foregroundDeletion put in spec.finalizers (a standard name, so the API
+    # server takes it), where only `kubernetes` is processed: the namespace controller removes its own
+    # and the garbage collector never looks there
+    api = _start(emu)
+    ns = "batch-jobs"
+    api.http.post(
+        "/api/v1/namespaces",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns},
+            "spec": {"finalizers": ["kubernetes", "foregroundDeletion"]},
+        },
+    )
+    api.configmap(ns, "settings", data={"MODE": "batch"})
+    run_for(emu, 15)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
 # --------------------------------------------------------------------------------------------
 # The registry.
 
@@ -1209,6 +1230,25 @@ def _scenarios() -> list[Scenario]:
                 acceptable_remedies=("force_finalize_namespace",),
                 conditions=ALL_OK,
                 spec_finalizers=("ci.example.com/cleanup",),
+            ),
+        ),
+        Scenario(
+            name="namespace-spec-foreground-deletion",
+            title="spec.finalizers keeps foregroundDeletion, which only means something in metadata.finalizers",
+            description=(
+                "batch-jobs was created with spec.finalizers [kubernetes, foregroundDeletion]; the namespace "
+                "controller removed its own, and nothing processes foregroundDeletion there."
+            ),
+            build=_namespace_spec_foreground,
+            expected=Expected(
+                namespace="batch-jobs",
+                state="terminating",
+                causes=("namespace_finalizer",),
+                blocking=(ObjectRef("Namespace", "batch-jobs"),),
+                first_remedy="remove_finalizer",
+                acceptable_remedies=("force_finalize_namespace",),
+                conditions=ALL_OK,
+                spec_finalizers=("foregroundDeletion",),
             ),
         ),
         Scenario(
