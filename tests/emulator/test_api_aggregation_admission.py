@@ -229,3 +229,92 @@ def test_deleting_apiservices(admin: Raw, user: Raw) -> None:
     admin.delete("/apis/apiregistration.k8s.io/v1/apiservices/v1.batch")
     assert user.get("/apis/apiregistration.k8s.io/v1/apiservices/v1.batch").status == 404
     assert "batch" not in [g["name"] for g in user.get("/apis").json["groups"]]
+
+
+def _rule(cfg: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    cfg["webhooks"][0]["rules"][0].update(fields)
+    return cfg
+
+
+def test_resource_star_slash_star_and_resource_slash_star_match_the_resource_itself(admin: Raw, user: Raw) -> None:
+    """rules.go: `configmaps/*` matches configmaps with any subresource or none; `*` no subresource."""
+    make_ns(user, "app")
+    make_cm(user, "app", "c")
+    _post_webhook(admin, _rule(_webhook_config(), resources=["configmaps/*"]))
+    assert user.delete("/api/v1/namespaces/app/configmaps/c").status == 500  # failed on the old code (200)
+
+
+def test_star_is_no_subresource_and_finalize_is_namespaces_finalize(admin: Raw, user: Raw) -> None:
+    make_ns(user, "gone")
+    assert user.delete("/api/v1/namespaces/gone").status == 200
+    ns = user.get("/api/v1/namespaces/gone").json
+    _post_webhook(admin, _rule(_webhook_config(operations=("UPDATE",)), apiGroups=["*"], resources=["*"]))
+    ns["spec"]["finalizers"] = []
+    assert admin.put("/api/v1/namespaces/gone/finalize", ns).status == 200  # `*` is no subresource
+    make_ns(user, "gone2")
+    assert user.delete("/api/v1/namespaces/gone2").status == 200
+    ns = user.get("/api/v1/namespaces/gone2").json
+    ns["spec"]["finalizers"] = []
+    admin.delete("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/guard")
+    _post_webhook(admin, _rule(_webhook_config(operations=("UPDATE",)), resources=["namespaces/finalize"]))
+    resp = admin.put("/api/v1/namespaces/gone2/finalize", ns)
+    assert resp.status == 500
+    assert 'failed calling webhook "guard.example.com"' in resp.json["message"]
+
+
+def test_match_policy_equivalent_matches_another_served_version(emu: Emulator, admin: Raw, user: Raw) -> None:
+    """A rule on kiali.io/v1 meets a write of kiali.io/v1alpha1 Kialis when the CRD serves both
+    (matchPolicy Equivalent, the default); with matchPolicy Exact it does not."""
+    import copy
+
+    from tests.emulator._api_support import KIALI_CRD
+
+    crd = copy.deepcopy(KIALI_CRD)
+    v1 = {**crd["spec"]["versions"][0], "name": "v1", "storage": False}
+    crd["spec"]["versions"].append(v1)
+    assert admin.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).status == 201
+    make_ns(user, "app")
+    kiali = {"apiVersion": "kiali.io/v1alpha1", "kind": "Kiali", "metadata": {"name": "k"}}
+    assert admin.post("/apis/kiali.io/v1alpha1/namespaces/app/kialis", kiali).status == 201
+    cfg = _rule(_webhook_config(), apiGroups=["kiali.io"], apiVersions=["v1"], resources=["kialis"])
+    cfg["webhooks"][0]["matchPolicy"] = "Exact"
+    _post_webhook(admin, cfg)
+    path = "/apis/kiali.io/v1alpha1/namespaces/app/kialis/k"
+    assert admin.delete(f"{path}?dryRun=All").status == 200
+    admin.delete("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/guard")
+    del cfg["webhooks"][0]["matchPolicy"]
+    _post_webhook(admin, cfg)
+    resp = admin.delete(path)
+    assert resp.status == 500, resp.raw  # failed on the old code (200)
+
+
+def test_mutating_webhooks_are_called_on_delete(admin: Raw, user: Raw) -> None:
+    """rest.AdmissionToValidateObjectDeleteFunc admits (mutating webhooks) before it validates."""
+    make_ns(user, "app")
+    make_cm(user, "app", "c")
+    cfg = _webhook_config()
+    cfg["kind"] = "MutatingWebhookConfiguration"
+    assert admin.post("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", cfg).status == 201
+    resp = user.delete("/api/v1/namespaces/app/configmaps/c")
+    assert resp.status == 500  # failed on the old code (200)
+    # webhook configurations themselves are never sent to webhooks
+    star = _rule(_webhook_config(operations=("*",)), apiGroups=["*"], apiVersions=["*"], resources=["*/*"])
+    star["metadata"]["name"] = "everything"
+    _post_webhook(admin, star)
+    assert (
+        admin.delete("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/everything").status == 200
+    )
+    assert admin.delete("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/guard").status == 200
+
+
+def test_object_selector_matches_the_old_object_too(admin: Raw, user: Raw) -> None:
+    """predicates/object: an update that removes the selected label is still sent to the webhook."""
+    make_ns(user, "app")
+    make_cm(user, "app", "c", labels={"guard": "on"})
+    cfg = _webhook_config(operations=("UPDATE",))
+    cfg["webhooks"][0]["objectSelector"] = {"matchLabels": {"guard": "on"}}
+    _post_webhook(admin, cfg)
+    resp = user.patch("/api/v1/namespaces/app/configmaps/c", {"metadata": {"labels": {"guard": None}}})
+    assert resp.status == 500  # failed on the old code (200)
+    make_cm(user, "app", "free")
+    assert user.patch("/api/v1/namespaces/app/configmaps/free", {"data": {"q": "1"}}).status == 200

@@ -54,7 +54,10 @@ def namespace_lifecycle_delete(rt: ResourceType, name: str) -> None:
         raise forbidden("namespaces", "", name, "this namespace may not be deleted")
 
 
-def _rule_matches(rule: dict[str, Any], op: str, rt: ResourceType, sub: str | None) -> bool:
+def _rule_matches(rule: dict[str, Any], op: str, rt: ResourceType, sub: str | None, version: str | None = None) -> bool:
+    """predicates/rules/rules.go: operations, groups, versions (``version``: the request's in another
+    version, for matchPolicy Equivalent), scope, and resources as ``res/sub`` where ``*`` is every
+    resource without a subresource and ``sub`` ``*`` is every subresource and the resource itself."""
     ops = rule.get("operations") or []
     if "*" not in ops and op not in ops:
         return False
@@ -62,22 +65,31 @@ def _rule_matches(rule: dict[str, Any], op: str, rt: ResourceType, sub: str | No
     if "*" not in groups and rt.group not in groups:
         return False
     versions = rule.get("apiVersions") or []
-    if "*" not in versions and rt.version not in versions:
+    if "*" not in versions and (version or rt.version) not in versions:
         return False
     scope = rule.get("scope") or "*"
     if scope == "Namespaced" and not rt.namespaced:
         return False
     if scope == "Cluster" and rt.namespaced:
         return False
-    wanted = f"{rt.plural}/{sub}" if sub else rt.plural
     for res in rule.get("resources") or []:
-        if res in ("*/*", wanted):
+        res_name, _, res_sub = str(res).partition("/")
+        if res_name in ("*", rt.plural) and res_sub in ("*", sub or ""):
             return True
-        if res == "*" and not sub:
-            return True
-        if sub and res == f"*/{sub}":
-            return True
-        if sub and res == f"{rt.plural}/*":
+    return False
+
+
+def _hook_matches(cluster: Cluster, hook: dict[str, Any], op: str, rt: ResourceType, sub: str | None) -> bool:
+    """generic/webhook.go ShouldCallHook: the rules against the request, then (matchPolicy Equivalent,
+    the default) against the same resource in each other version it is served in."""
+    rules = hook.get("rules") or []
+    if any(_rule_matches(r, op, rt, sub) for r in rules):
+        return True
+    if (hook.get("matchPolicy") or "Equivalent") != "Equivalent":
+        return False
+    for version in cluster.served_versions(rt.group):
+        served = version != rt.version and cluster.lookup(rt.group, version, rt.plural) is not None
+        if served and any(_rule_matches(r, op, rt, sub, version) for r in rules):
             return True
     return False
 
@@ -130,6 +142,7 @@ def run_webhooks(
     namespace: str,
     obj: dict[str, Any] | None,
     dry_run: bool,
+    old: dict[str, Any] | None = None,
 ) -> None:
     """Call the matching webhooks of ``phase`` ("mutating" | "validating") for one request."""
     if rt.kind in WEBHOOK_CONFIG_KINDS and rt.group == "admissionregistration.k8s.io":
@@ -139,6 +152,8 @@ def run_webhooks(
     if not configs:
         return
     obj_labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    # predicates/object: the selector matches the new object or the old one
+    old_labels = ((old or {}).get("metadata") or {}).get("labels") or {}
     if rt.namespaced:
         ns_entry = cluster.store.get(NAMESPACES, "", namespace)
         ns_labels = ((ns_entry.obj.get("metadata") or {}).get("labels") or {}) if ns_entry else {}
@@ -148,7 +163,7 @@ def run_webhooks(
         ns_labels = {}
     for cfg in configs:
         for hook in cfg.obj.get("webhooks") or []:
-            if not any(_rule_matches(r, op, rt, sub) for r in hook.get("rules") or []):
+            if not _hook_matches(cluster, hook, op, rt, sub):
                 continue
             ns_sel = hook.get("namespaceSelector")
             if (
@@ -158,7 +173,9 @@ def run_webhooks(
             ):
                 continue
             obj_sel = hook.get("objectSelector")
-            if obj_sel and not labels_match(selector_from_label_selector(obj_sel), obj_labels):
+            if obj_sel and not any(
+                labels_match(selector_from_label_selector(obj_sel), labels) for labels in (obj_labels, old_labels)
+            ):
                 continue
             _call(cluster, hook, dry_run=dry_run)
 

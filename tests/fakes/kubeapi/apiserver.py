@@ -935,8 +935,10 @@ class Cluster:
             errs += self._validate_type(rt, new, old)
         if errs:
             raise invalid(rt.kind, rt.group, name, errs)
-        admission.run_webhooks(self, "mutating", "UPDATE", rt, sub=sub, namespace=ns, obj=new, dry_run=ctx.dry_run)
-        admission.run_webhooks(self, "validating", "UPDATE", rt, sub=sub, namespace=ns, obj=new, dry_run=ctx.dry_run)
+        for webhook_phase in ("mutating", "validating"):
+            admission.run_webhooks(
+                self, webhook_phase, "UPDATE", rt, sub=sub, namespace=ns, obj=new, old=old, dry_run=ctx.dry_run
+            )
         if self._should_delete_during_update(rt, new, old):
             if not ctx.dry_run:
                 self.store.remove(rt.key, ns, name)
@@ -1180,9 +1182,10 @@ class Cluster:
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp"):
             admission.namespace_lifecycle_delete(rt, name)
-            admission.run_webhooks(
-                self, "validating", "DELETE", rt, sub=None, namespace="", obj=obj, dry_run=ctx.dry_run
-            )
+            for webhook_phase in ("mutating", "validating"):
+                admission.run_webhooks(
+                    self, webhook_phase, "DELETE", rt, sub=None, namespace="", obj=obj, dry_run=ctx.dry_run
+                )
             meta["deletionTimestamp"] = self.now()
             obj.setdefault("status", {})["phase"] = "Terminating"
             fins = list(meta.get("finalizers") or [])
@@ -1224,7 +1227,10 @@ class Cluster:
 
     def _delete_crd_first(self, rt: ResourceType, name: str, entry: Entry, opts: DeleteOptions, ctx: Ctx) -> Result:
         obj = entry.copy()
-        admission.run_webhooks(self, "validating", "DELETE", rt, sub=None, namespace="", obj=obj, dry_run=ctx.dry_run)
+        for webhook_phase in ("mutating", "validating"):
+            admission.run_webhooks(
+                self, webhook_phase, "DELETE", rt, sub=None, namespace="", obj=obj, dry_run=ctx.dry_run
+            )
         meta = obj["metadata"]
         meta["deletionTimestamp"] = self.now()
         fins = list(meta.get("finalizers") or [])
@@ -1318,9 +1324,10 @@ class Cluster:
         old_fins = list(meta.get("finalizers") or [])
         needs_update, new_fins = self._gc_finalizers(old_fins, opts)
         if graceful or old_fins or needs_update:
-            admission.run_webhooks(
-                self, "validating", "DELETE", rt, sub=None, namespace=ns, obj=entry.obj, dry_run=ctx.dry_run
-            )
+            for webhook_phase in ("mutating", "validating"):
+                admission.run_webhooks(
+                    self, webhook_phase, "DELETE", rt, sub=None, namespace=ns, obj=entry.obj, dry_run=ctx.dry_run
+                )
             if needs_update:
                 meta["finalizers"] = new_fins
                 if not new_fins:
@@ -1338,9 +1345,10 @@ class Cluster:
                     entry = self.store.put(rt.key, obj, created=False)
                     obj = entry.copy()
         else:
-            admission.run_webhooks(
-                self, "validating", "DELETE", rt, sub=None, namespace=ns, obj=entry.obj, dry_run=ctx.dry_run
-            )
+            for webhook_phase in ("mutating", "validating"):
+                admission.run_webhooks(
+                    self, webhook_phase, "DELETE", rt, sub=None, namespace=ns, obj=entry.obj, dry_run=ctx.dry_run
+                )
         if ctx.dry_run:
             return Result(200, self._finalize_delete(rt, canonical(obj)))
         last = self.store.remove(rt.key, ns, name)
