@@ -17,6 +17,7 @@ from bot.diagnosis import (
     webhooks,
 )
 from bot.diagnosis.context import Context, still_deleting
+from bot.diagnosis.guarding import guard
 from bot.diagnosis.reading import age
 from bot.domain.findings import Action, Cause, Diagnosis, Finding, NamespaceState
 from bot.domain.refs import deletion_time
@@ -66,7 +67,7 @@ def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
     if not any(f.blocking for f in found):
         found.extend(_unexplained(ctx, seconds, has_findings=bool(found)))
     found.sort(key=lambda f: (not f.blocking, CAUSE_ORDER.index(f.cause)))
-    found = _with_last_resort(ctx, found)
+    found = guard(ctx, _with_last_resort(ctx, found))
     return replace(
         base,
         state=NamespaceState.TERMINATING,

@@ -11,37 +11,37 @@ from __future__ import annotations
 from typing import Any
 
 from bot.diagnosis import remedies
+from bot.diagnosis.admission import DELETE, Write, webhook_matches
 from bot.diagnosis.context import Context
 from bot.diagnosis.reading import backend, matches_selector
 from bot.domain.findings import Action, Cause, Finding
 from bot.domain.refs import KubeObject, ObjectRef, name_of
-from bot.domain.snapshot import ResourceType, labels_of
+from bot.domain.snapshot import labels_of
 
 
-def _rule_matches(rule: dict[str, Any], rtype: ResourceType) -> bool:
-    operations = rule.get("operations") or ()
-    if "*" not in operations and "DELETE" not in operations:
-        return False
-    if rule.get("scope") == "Cluster":
-        return False
-    groups = rule.get("apiGroups") or ()
-    versions = rule.get("apiVersions") or ()
-    resources = rule.get("resources") or ()
-    return (
-        ("*" in groups or rtype.group in groups)
-        and ("*" in versions or rtype.version in versions)
-        and any(r in ("*", "*/*", rtype.resource) for r in resources)
-    )
-
-
-def _matched_types(ctx: Context, webhook: dict[str, Any]) -> list[str]:
-    """The resource types with objects in the namespace whose DELETE this webhook intercepts."""
-    out = []
-    present = {k for k, v in ctx.snapshot.contents.items() if v}
-    for rtype in ctx.snapshot.resource_types:
-        if rtype.key in present and any(_rule_matches(rule, rtype) for rule in webhook.get("rules") or ()):
-            out.append(rtype.key)
-    return out
+def _intercepted(ctx: Context, webhook: dict[str, Any]) -> tuple[list[str], list[ObjectRef]]:
+    """The resource types with objects in the namespace whose DELETE this webhook intercepts, and
+    those objects: what the namespace controller cannot delete while the webhook cannot answer."""
+    types: list[str] = []
+    objects: list[ObjectRef] = []
+    namespace_labels = labels_of(ctx.namespace_obj)
+    for held in ctx.remaining:
+        rtype = held.rtype
+        write = Write(
+            operation=DELETE,
+            group=rtype.group,
+            version=rtype.version,
+            resource=rtype.resource,
+            namespace=ctx.snapshot.namespace,
+            labels=labels_of(held.obj),
+            namespace_labels=namespace_labels,
+        )
+        if webhook_matches(webhook, write) is None:
+            continue
+        if rtype.key not in types:
+            types.append(rtype.key)
+        objects.append(held.ref)
+    return types, objects
 
 
 def _resource_of(config: KubeObject) -> str:
@@ -62,7 +62,7 @@ def findings(ctx: Context) -> list[Finding]:
         for webhook in config.get("webhooks") or ():
             name = str(webhook.get("name", ""))
             policy = webhook.get("failurePolicy", "Fail")
-            matched = _matched_types(ctx, webhook)
+            matched, leftovers = _intercepted(ctx, webhook)
             in_scope = matches_selector(namespace_labels, webhook.get("namespaceSelector"))
             named = name in named_failing
             denies = name in named_denying
@@ -76,6 +76,10 @@ def findings(ctx: Context) -> list[Finding]:
                 f"{config.get('kind')} {name_of(config)}, webhook {name}: failurePolicy {policy}, "
                 f"intercepts DELETE of {', '.join(matched) if matched else 'resources in this namespace'}"
             )
+            if leftovers:
+                shown = ", ".join(o.display for o in leftovers[:10])
+                more = f" and {len(leftovers) - 10} more" if len(leftovers) > 10 else ""
+                evidence.append(f"left in the namespace because the webhook intercepts their DELETE: {shown}{more}")
             client = webhook.get("clientConfig") or {}
             service = client.get("service") or {}
             healthy = True
@@ -116,7 +120,7 @@ def findings(ctx: Context) -> list[Finding]:
                     cause=Cause.WEBHOOK_BLOCKS_DELETE,
                     blocking=True,
                     summary=summary,
-                    objects=(config_ref,),
+                    objects=(config_ref, *leftovers),
                     evidence=tuple(evidence),
                     remedies=remedies.rank([delete, first] if uninstalled and not denies else [first, delete]),
                 )

@@ -73,6 +73,25 @@ class Action(StrEnum):
 
 
 @dataclass(frozen=True)
+class BlockedBy:
+    """An admission webhook that would reject a remedy's write: it fails closed and its backend cannot answer."""
+
+    kind: str  # ValidatingWebhookConfiguration | MutatingWebhookConfiguration
+    configuration: str
+    webhook: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "configuration": self.configuration, "webhook": self.webhook}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BlockedBy:
+        return cls(kind=data["kind"], configuration=data["configuration"], webhook=data["webhook"])
+
+    def __str__(self) -> str:
+        return f"webhook {self.webhook} ({self.kind} {self.configuration})"
+
+
+@dataclass(frozen=True)
 class Remedy:
     """One thing to do, with the exact objects it touches and the kubectl command it amounts to."""
 
@@ -84,6 +103,19 @@ class Remedy:
     leaves_behind: tuple[str, ...] = ()
     # remove_finalizer / remove_namespace_finalizer: which finalizer
     finalizer: str | None = None
+    # the fail-closed webhooks whose backend cannot answer and which would reject this remedy's write
+    blocked_by: tuple[BlockedBy, ...] = ()
+
+    @property
+    def blocked_reason(self) -> str | None:
+        """Why this remedy cannot be carried out now, in words (None when nothing blocks it)."""
+        if not self.blocked_by:
+            return None
+        hooks = ", ".join(str(b) for b in self.blocked_by)
+        return (
+            f"blocked: the API server would reject this write (failed calling webhook): {hooks} fails closed and "
+            "its backend cannot answer; repair the webhook's backend or delete that webhook configuration first"
+        )
 
     @property
     def requires_approval(self) -> bool:
@@ -109,6 +141,8 @@ class Remedy:
             out["finalizer"] = self.finalizer
         if self.leaves_behind:
             out["leaves_behind"] = list(self.leaves_behind)
+        if self.blocked_by:
+            out["blocked_by"] = [b.to_json() for b in self.blocked_by]
         return out
 
     @classmethod
@@ -121,6 +155,7 @@ class Remedy:
             commands=tuple(data.get("commands", ())),
             leaves_behind=tuple(data.get("leaves_behind", ())),
             finalizer=data.get("finalizer"),
+            blocked_by=tuple(BlockedBy.from_json(b) for b in data.get("blocked_by", ())),
         )
 
 

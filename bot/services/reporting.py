@@ -30,6 +30,8 @@ def headline(diagnosis: Diagnosis) -> str:
 def _remedy_lines(index: int, remedy: Remedy) -> list[str]:
     approval = ", needs approval" if remedy.requires_approval else ""
     lines = [f"  {index}. [{_RISK_MARK[remedy.risk]}{approval}] {remedy.description}"]
+    if remedy.blocked_reason:
+        lines.append(f"       {remedy.blocked_reason.replace('blocked:', 'BLOCKED:', 1)}")
     lines.extend(f"       $ {command}" for command in remedy.commands)
     for item in remedy.leaves_behind[:10]:
         lines.append(f"       leaves behind: {item}")

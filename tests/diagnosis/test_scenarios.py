@@ -101,6 +101,27 @@ def test_first_remedy(case: tuple[Scenario, Diagnosis]) -> None:
     assert diagnosis.first_remedy.action.value == vocabulary.get(want, want), _summary(diagnosis)
 
 
+def test_blocked_remedies(case: tuple[Scenario, Diagnosis]) -> None:
+    """Exactly the remedies the scenario says a dead fail-closed webhook would reject carry `blocked_by`,
+    and the fix of that webhook is ranked before each of them in its finding."""
+    scenario, diagnosis = case
+    found = set()
+    for finding in diagnosis.findings:
+        for index, remedy in enumerate(finding.remedies):
+            for blocker in remedy.blocked_by:
+                found.add((remedy.action.value, blocker.webhook))
+                earlier = finding.remedies[:index]
+                assert any(
+                    r.action is Action.DELETE_WEBHOOK_CONFIGURATION
+                    and r.targets[0].name == blocker.configuration
+                    and r.targets[0].kind == blocker.kind
+                    for r in earlier
+                ), _summary(diagnosis)
+                assert any(o.kind == blocker.kind and o.name == blocker.configuration for o in finding.objects)
+                assert any(blocker.webhook in e for e in finding.evidence)
+    assert found == set(scenario.expected.blocked), _summary(diagnosis)
+
+
 def test_report_round_trips_through_json(case: tuple[Scenario, Diagnosis]) -> None:
     _, diagnosis = case
     assert Diagnosis.from_json(diagnosis.to_json()) == diagnosis
@@ -110,5 +131,8 @@ def _summary(diagnosis: Diagnosis) -> str:
     lines = [f"{diagnosis.state.value} cause={diagnosis.cause}"]
     for f in diagnosis.findings:
         lines.append(f"  {f.cause.value} blocking={f.blocking}: {f.summary}")
-        lines.extend(f"    - {r.action.value} ({r.risk.value}): {r.description}" for r in f.remedies)
+        lines.extend(
+            f"    - {r.action.value} ({r.risk.value}): {r.description}" + (" [blocked]" if r.blocked_by else "")
+            for r in f.remedies
+        )
     return "\n".join(lines)

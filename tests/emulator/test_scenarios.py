@@ -63,6 +63,8 @@ def _resolve(admin: KubeHTTP, ref: ObjectRef) -> list[dict[str, Any]]:
         "Pod": "pods",
         "PersistentVolumeClaim": "persistentvolumeclaims",
         "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+        "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+        "Widget": "widgets",
         "Kiali": "kialis",
         "Challenge": "challenges",
         "Application": "applications",
@@ -101,7 +103,7 @@ def test_scenario_produces_its_expected_state(name: str, applied_scenarios: Appl
     for ref in expected.blocking:
         found = _resolve(applied.admin, ref)
         assert found, f"{ref} does not exist"
-        if ref.kind not in ("APIService", "ValidatingWebhookConfiguration"):
+        if ref.kind not in ("APIService", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
             assert all(obj["metadata"].get("deletionTimestamp") for obj in found), ref
 
 

@@ -24,6 +24,7 @@ on the emulator's options and on the installed controllers.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -160,6 +161,9 @@ class Expected:
     apiservices: tuple[APIServiceExpectation, ...] = ()
     # (CRD name, Terminating condition status, reason) for CRDs that are being deleted
     crds: tuple[tuple[str, str, str], ...] = ()
+    # (remedy action, webhook name): the remedies a fail-closed webhook with a dead backend would
+    # reject (`blocked_by`); every other remedy is blocked by nothing
+    blocked: tuple[tuple[RemedyAction, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -744,6 +748,83 @@ def _webhook_blocks(emu: Any) -> None:
     run_for(emu, 60, step=30)
 
 
+# An operator uninstalled (`helm uninstall`) left its CRD, a Widget keeping the operator's finalizer,
+# and a webhook configuration the operator had registered at run time; the variants vary the webhook.
+WIDGET_FINALIZER = "widgets.example.com/cleanup"
+WIDGET_HOOK = "validate.widgets.example.com"
+WIDGET_VARIANTS = ("validating", "mutating", "ignore", "ready", "other-group", "delete-only", "object-selector")
+
+
+def _widget_webhook(variant: str) -> JSON:
+    mutating = variant == "mutating"
+    rule: JSON = {
+        "operations": ["DELETE"] if variant == "delete-only" else ["CREATE", "UPDATE"],
+        "apiGroups": ["other.example.org" if variant == "other-group" else "example.com"],
+        "apiVersions": ["*"] if mutating else ["v1"],
+        "resources": ["*/*"] if mutating else ["widgets"],
+    }
+    hook: JSON = {
+        "name": "mutate.widgets.example.com" if mutating else WIDGET_HOOK,
+        "clientConfig": {
+            "service": {
+                "namespace": "widget-system",
+                "name": "widget-webhook",
+                "path": "/mutate" if mutating else "/validate",
+            }
+        },
+        "rules": [rule],
+        "failurePolicy": "Ignore" if variant == "ignore" else "Fail",
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 10,
+    }
+    if variant == "object-selector":
+        hook["objectSelector"] = {"matchLabels": {"widgets.example.com/managed": "true"}}
+    kind = "MutatingWebhookConfiguration" if mutating else "ValidatingWebhookConfiguration"
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": "widget-operator"},
+        "webhooks": [hook],
+    }
+
+
+def _widget_operator_gone(emu: Any, variant: str) -> None:
+    api = _start(emu)
+    api.crd("example.com", "widgets", "Widget")
+    api.namespace("widget-system")
+    if variant == "ready":
+        # the webhook's backend still runs (only the operator's controller is gone)
+        api.deployment("widget-system", "widget-webhook", node="node-1", labels={"app": "widget-webhook"})
+        api.service(
+            "widget-system",
+            "widget-webhook",
+            selector={"app": "widget-webhook"},
+            ports=[{"name": "https", "port": 443, "targetPort": 9443}],
+        )
+    ns = "shop"
+    api.namespace(ns)
+    api.custom(
+        "example.com",
+        "v1",
+        "widgets",
+        ns,
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Widget",
+            "metadata": {"name": "storefront", "labels": {"app": "storefront"}, "finalizers": [WIDGET_FINALIZER]},
+            "spec": {"size": 3},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 30)
+    # the operator's webhook configuration outlived it (the operator registered it at run time)
+    plural = "mutatingwebhookconfigurations" if variant == "mutating" else "validatingwebhookconfigurations"
+    api.create(f"/apis/admissionregistration.k8s.io/v1/{plural}", _widget_webhook(variant))
+    run_for(emu, 60, step=30)
+
+
 def _lost_node_not_ready(emu: Any) -> None:
     api = _start(emu, nodes=3)
     ns = "batch-jobs"
@@ -1081,6 +1162,101 @@ def _metrics_unreachable_expected(style: str) -> Expected:
     )
 
 
+_WIDGET_REMAINING = "Some resources are remaining: widgets.example.com has 1 resource instances"
+_WIDGET_FINALIZERS = (
+    f"Some content in the namespace has finalizers remaining: {WIDGET_FINALIZER} in 1 resource instances"
+)
+_WIDGET = ObjectRef("Widget", "storefront", "shop", "example.com/v1")
+
+
+def _widget_config(kind: str = "ValidatingWebhookConfiguration") -> ObjectRef:
+    return ObjectRef(kind, "widget-operator", api_version="admissionregistration.k8s.io/v1")
+
+
+def _widget_scenarios() -> list[Scenario]:
+    """An uninstalled operator's finalizer and its left-over webhook: which fixes the webhook rejects."""
+    finalizer_stuck = conditions(remaining=_WIDGET_REMAINING, finalizers=_WIDGET_FINALIZERS)
+    blocked = {
+        "validating": ("a validating webhook", "ValidatingWebhookConfiguration", WIDGET_HOOK),
+        "mutating": ("a mutating webhook with rule */*", "MutatingWebhookConfiguration", "mutate.widgets.example.com"),
+    }
+    out = []
+    for variant, (what, kind, hook) in blocked.items():
+        out.append(
+            Scenario(
+                name=f"finalizer-blocked-by-{variant}-webhook",
+                title=f"an orphaned finalizer whose removal {what} with a dead backend would reject",
+                description=(
+                    f"The widget operator was uninstalled: Widget storefront keeps {WIDGET_FINALIZER}, and {what} "
+                    "(failurePolicy Fail, UPDATE of widgets) has no Service any more, so the finalizer patch fails "
+                    "with `failed calling webhook`: the webhook goes first."
+                ),
+                build=functools.partial(_widget_operator_gone, variant=variant),
+                expected=Expected(
+                    namespace="shop",
+                    state="terminating",
+                    causes=("orphaned_finalizer",),
+                    blocking=(_WIDGET, _widget_config(kind)),
+                    # its backend was uninstalled: deleting the left-over configuration comes first
+                    first_remedy="delete_webhook_configuration",
+                    acceptable_remedies=("restore_backend",),
+                    conditions=finalizer_stuck,
+                    blocked=(("remove_finalizer", hook),),
+                ),
+            )
+        )
+    unblocked = {
+        "ignore": "the webhook has failurePolicy Ignore",
+        "ready": "the webhook's backend is ready",
+        "other-group": "the webhook's rules are for another API group",
+        "object-selector": "the webhook's object selector does not match the Widget",
+    }
+    for variant, why in unblocked.items():
+        out.append(
+            Scenario(
+                name=f"finalizer-webhook-{variant}",
+                title=f"an orphaned finalizer and a webhook that blocks nothing: {why}",
+                description=f"As finalizer-blocked-by-validating-webhook, but {why}: the finalizer patch is admitted.",
+                build=functools.partial(_widget_operator_gone, variant=variant),
+                expected=Expected(
+                    namespace="shop",
+                    state="terminating",
+                    causes=("orphaned_finalizer",),
+                    blocking=(_WIDGET,),
+                    first_remedy="remove_finalizer",
+                    conditions=finalizer_stuck,
+                ),
+            )
+        )
+    out.append(
+        Scenario(
+            name="finalizer-webhook-delete-only",
+            title="a dead fail-closed webhook on DELETE of the left-over Widget: the Widget named, its patch admitted",
+            description=(
+                "The widget operator's webhook intercepts DELETE of widgets only and its Service is gone: the "
+                "namespace controller's deletes of the Widget fail (the webhook and the Widget are named), while "
+                "the finalizer patch, an UPDATE, is admitted."
+            ),
+            build=functools.partial(_widget_operator_gone, variant="delete-only"),
+            expected=Expected(
+                namespace="shop",
+                state="terminating",
+                causes=("webhook_blocks_delete", "orphaned_finalizer"),
+                blocking=(_widget_config(), _WIDGET),
+                first_remedy="delete_webhook_configuration",
+                acceptable_remedies=("restore_backend", "remove_finalizer"),
+                conditions=conditions(
+                    content_failure="Failed to delete all resource types, 1 remaining: Internal error occurred: "
+                    f'failed calling webhook "{WIDGET_HOOK}": failed to call webhook: Post '
+                    '"https://widget-webhook.widget-system.svc:443/validate?timeout=10s": service "widget-webhook" '
+                    "not found",
+                ),
+            ),
+        )
+    )
+    return out
+
+
 def _scenarios() -> list[Scenario]:
     return [
         Scenario(
@@ -1282,6 +1458,7 @@ def _scenarios() -> list[Scenario]:
                 ),
             ),
         ),
+        *_widget_scenarios(),
         Scenario(
             name="pod-on-notready-node",
             title="pods on a NotReady node keep their deletionTimestamp",
