@@ -213,6 +213,12 @@ class Executor:
             present = [obj for obj in live if obj is not None]
             reasons = planning.cause_reasons(remedy, present, now, fresh, then=self._requested_from(view))
             recheck = _recheck(fresh, still=not reasons)
+            blocked = None if reasons else planning.blocked_now(remedy, fresh)
+            if blocked:
+                # the cause holds, but a fail-closed webhook with a dead backend would reject the write
+                return self._finish(
+                    view, execution_id, RequestStatus.FAILED, blocked, phase="recheck", **recheck, **acting
+                )
         if not reasons:
             reasons = planning.stale_reasons(remedy, live)
         if reasons:

@@ -29,6 +29,7 @@ from bot.remediation.kinds.registry import RemedyKind, kind_of
 
 __all__ = [
     "JSON_PATCH",
+    "blocked_now",
     "cause_reasons",
     "guarded_finalizer_patch",
     "operations",
@@ -126,6 +127,16 @@ def cause_reasons(
         if reason is not None:
             reasons.append(reason)
     return reasons
+
+
+def blocked_now(remedy: Remedy, fresh: Diagnosis) -> str | None:
+    """Why the remedy's write would be rejected now, by the diagnosis made right before acting: a
+    fail-closed webhook whose backend cannot answer still intercepts it (None when nothing does)."""
+    for finding in fresh.findings:
+        for candidate in finding.remedies:
+            if candidate.id == remedy.id and candidate.blocked_reason:
+                return f"nothing was changed, the write would fail: {candidate.blocked_reason}"
+    return None
 
 
 # -- operations ------------------------------------------------------------------------------------

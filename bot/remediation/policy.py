@@ -44,6 +44,8 @@ def cannot_request(diagnosis: Diagnosis, remedy: Remedy) -> str | None:
         return f"{kind.doing} needs complete evidence, and this diagnosis is incomplete."
     if not remedy.targets:
         return "This remedy names no object to change."
+    if remedy.blocked_reason:
+        return f"Not filed, it would fail: {remedy.blocked_reason}."
     return None
 
 

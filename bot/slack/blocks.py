@@ -105,6 +105,8 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None) -> Message
 def _remedy_lines(remedy: Remedy, index: int) -> list[str]:
     approval = ", needs approval" if remedy.requires_approval else ""
     lines = [f"{index}. [{_RISK[remedy.risk]}{approval}] {escape(remedy.description)}"]
+    if remedy.blocked_reason:
+        lines.append(f"      :no_entry: {escape(remedy.blocked_reason)}")
     lines.extend(f"      {code(command)}" for command in remedy.commands)
     lines.extend(f"      leaves behind: {escape(item)}" for item in remedy.leaves_behind)
     return lines

@@ -1,0 +1,67 @@
+"""A remedy that a fail-closed webhook with a dead backend would reject, through the running bot:
+its Request button explains instead of filing, and the executor refuses it, with nothing sent, when
+the webhook breaks between the request and the approval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.approvals._flow import remediation_bot
+from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi.controllers._http import KubeHTTP
+from tests.fakes.slackapi import SlackEmulator
+from tests.fakes.slackapi.pytest_plugin import ALICE, BOB
+
+WIDGET = "/apis/example.com/v1/namespaces/shop/widgets/storefront"
+EXPLANATION = "the API server would reject this write (failed calling webhook)"
+
+
+def test_request_on_a_blocked_remedy_explains_and_files_nothing(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
+        flow.scenario("finalizer-blocked-by-validating-webhook")
+        flow.diagnose()
+        [blocked] = [
+            r for f in flow.latest_report()["findings"] for r in f["remedies"] if r["action"] == "remove_finalizer"
+        ]
+        assert blocked["blocked_by"] == [
+            {
+                "kind": "ValidatingWebhookConfiguration",
+                "configuration": "widget-operator",
+                "webhook": "validate.widgets.example.com",
+            }
+        ]
+        assert "failed calling webhook" in flow.thread_text()  # the report says so under the remedy
+        before = KubeHTTP(kube_emulator.url, kube_emulator.admin_token).get(WIDGET)
+        assert flow.click_request("remove_finalizer", user=ALICE).status == 200
+        said = flow.ephemeral(ALICE, "Not filed")
+        assert EXPLANATION in said
+        assert "webhook validate.widgets.example.com (ValidatingWebhookConfiguration widget-operator)" in said
+        assert flow.requests() == []
+        assert flow.audit() == []
+        after = KubeHTTP(kube_emulator.url, kube_emulator.admin_token).get(WIDGET)
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_the_executor_refuses_a_remedy_the_webhook_blocks_by_now(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    admin = KubeHTTP(kube_emulator.url, kube_emulator.admin_token)
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
+        # the webhook's backend answers when the remedy is requested...
+        request_id = flow.requested("finalizer-webhook-ready", "remove_finalizer")
+        before = admin.get(WIDGET)
+        # ...and is gone by the time it is approved
+        admin.delete("/api/v1/namespaces/widget-system/services/widget-webhook")
+        flow.vote(request_id, BOB)
+        row = flow.wait_status(request_id, "failed", "applied", "stale")
+        assert row["status"] == "failed"
+        assert EXPLANATION in row["status_reason"]
+        assert "nothing was changed" in row["status_reason"]
+        flow.wait_thread(f"Remediation #{request_id}: Failed")
+        # nothing was sent: no backup, no dry run, no write
+        assert flow.audit(request_id) == ["requested", "approved", "failed"]
+        after = admin.get(WIDGET)
+        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        assert after["metadata"]["finalizers"] == ["widgets.example.com/cleanup"]
