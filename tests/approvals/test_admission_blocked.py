@@ -42,6 +42,15 @@ def test_request_on_a_blocked_remedy_explains_and_files_nothing(
         assert flow.audit() == []
         after = KubeHTTP(kube_emulator.url, kube_emulator.admin_token).get(WIDGET)
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        # the fix ranked first, deleting the webhook configuration, is filed, approved and applied
+        flow.request("delete_webhook_configuration")
+        [request] = flow.requests()
+        flow.vote(int(request["id"]), BOB)
+        row = flow.wait_status(int(request["id"]), "applied", "failed", "stale")
+        assert row["status"] == "applied", row["status_reason"]
+        admin = KubeHTTP(kube_emulator.url, kube_emulator.admin_token)
+        config = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/widget-operator"
+        assert admin.get_or_none(config) is None
 
 
 def test_the_executor_refuses_a_remedy_the_webhook_blocks_by_now(
