@@ -53,24 +53,62 @@ def test_request_on_a_blocked_remedy_explains_and_files_nothing(
         assert admin.get_or_none(config) is None
 
 
+def _guard(admin: KubeHTTP) -> None:
+    """A fail-closed validating webhook on configmap updates whose backend answers (allows)."""
+    admin.post(
+        "/api/v1/namespaces/default/services", {"metadata": {"name": "guard"}, "spec": {"ports": [{"port": 443}]}}
+    )
+    admin.post(
+        "/api/v1/namespaces/default/endpoints",
+        {"metadata": {"name": "guard"}, "subsets": [{"addresses": [{"ip": "10.0.0.9"}], "ports": [{"port": 443}]}]},
+    )
+    rule = {"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+    admin.post(
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        {
+            "metadata": {"name": "guard"},
+            "webhooks": [
+                {
+                    "name": "guard.example.com",
+                    "rules": [rule],
+                    "clientConfig": {"service": {"namespace": "default", "name": "guard"}},
+                    "sideEffects": "None",
+                    "failurePolicy": "Fail",
+                    "admissionReviewVersions": ["v1"],
+                }
+            ],
+        },
+    )
+
+
 def test_the_executor_refuses_a_remedy_the_webhook_blocks_by_now(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
     admin = KubeHTTP(kube_emulator.url, kube_emulator.admin_token)
     with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
+        flow.scenario("seed002-configmap-finalizer")
         # the webhook's backend answers when the remedy is requested...
-        request_id = flow.requested("finalizer-webhook-ready", "remove_finalizer")
-        before = admin.get(WIDGET)
+        _guard(admin)
+        flow.diagnose()
+        flow.request("remove_finalizer")
+        [request] = flow.requests()
+        request_id = int(request["id"])
+        [target] = [
+            c
+            for c in admin.list_items(f"/api/v1/namespaces/{flow.namespace}/configmaps")
+            if c["metadata"].get("finalizers")
+        ]
+        path = f"/api/v1/namespaces/{flow.namespace}/configmaps/{target['metadata']['name']}"
         # ...and is gone by the time it is approved
-        admin.delete("/api/v1/namespaces/widget-system/services/widget-webhook")
+        admin.delete("/api/v1/namespaces/default/services/guard")
         flow.vote(request_id, BOB)
         row = flow.wait_status(request_id, "failed", "applied", "stale")
         assert row["status"] == "failed"
         assert EXPLANATION in row["status_reason"]
+        assert "webhook guard.example.com (ValidatingWebhookConfiguration guard)" in row["status_reason"]
         assert "nothing was changed" in row["status_reason"]
         flow.wait_thread(f"Remediation #{request_id}: Failed")
         # nothing was sent: no backup, no dry run, no write
         assert flow.audit(request_id) == ["requested", "approved", "failed"]
-        after = admin.get(WIDGET)
-        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-        assert after["metadata"]["finalizers"] == ["widgets.example.com/cleanup"]
+        after = admin.get(path)
+        assert after["metadata"]["resourceVersion"] == target["metadata"]["resourceVersion"]
