@@ -102,6 +102,9 @@ _OBJECT_LISTS = (
     "webhook_configurations",
     "crds",
     "workloads",
+    "leases",
+    "events",
+    "volume_attachments",
 )
 
 
@@ -128,6 +131,15 @@ class NamespaceSnapshot:
     nodes: Mapping[str, KubeObject | None] = field(default_factory=dict)
     # cluster-wide Deployments, StatefulSets and DaemonSets, for controller attribution
     workloads: tuple[KubeObject, ...] = ()
+    # the API server's /version document (gitVersion, major, minor...); None: not read
+    server_version: Mapping[str, Any] | None = None
+    # every Lease of the cluster outside kube-node-lease (leader election: is a controller renewing?)
+    leases: tuple[KubeObject, ...] = ()
+    # Events in the namespace (events.k8s.io/v1, or core v1 on servers without it): the newest ones
+    # and those about objects being deleted, newest first (`bot.domain.events` reads either form)
+    events: tuple[KubeObject, ...] = ()
+    # VolumeAttachments on the nodes of deleting pods, or of the namespace's claims' volumes
+    volume_attachments: tuple[KubeObject, ...] = ()
     gaps: tuple[Gap, ...] = ()
 
     @property
@@ -152,6 +164,11 @@ class NamespaceSnapshot:
     def resource_type(self, key: str) -> ResourceType | None:
         return next((t for t in self.resource_types if t.key == key), None)
 
+    def lease(self, namespace: str, name: str) -> KubeObject | None:
+        return next(
+            (x for x in self.leases if meta(x).get("namespace") == namespace and meta(x).get("name") == name), None
+        )
+
     def failing_group_versions(self) -> tuple[GroupVersionStatus, ...]:
         return tuple(gv for gv in self.group_versions if not gv.available)
 
@@ -166,6 +183,7 @@ class NamespaceSnapshot:
             "resource_types": [t.to_json() for t in self.resource_types],
             "contents": {k: list(v) for k, v in sorted(self.contents.items())},
             "nodes": dict(self.nodes),
+            "server_version": dict(self.server_version) if self.server_version is not None else None,
             "gaps": [g.to_json() for g in self.gaps],
         }
         for name in _OBJECT_LISTS:
@@ -186,6 +204,7 @@ class NamespaceSnapshot:
             resource_types=tuple(ResourceType.from_json(t) for t in data.get("resource_types", ())),
             contents={k: tuple(v) for k, v in (data.get("contents") or {}).items()},
             nodes=dict(data.get("nodes") or {}),
+            server_version=data.get("server_version"),
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             **lists,
         )

@@ -28,6 +28,8 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.domain import conditions as ns_conditions
+from bot.domain.events import newest_first
+from bot.domain.events import view as event_view
 from bot.domain.findings import Gap
 from bot.domain.refs import ClusterName, KubeObject, deletion_time, meta
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
@@ -114,6 +116,8 @@ class _Namespace:
         self.fallback_complete: dict[str, bool] = {}
         # when set, the only types (`resource.group`) that can hold objects here: the others are not listed
         self.only: frozenset[str] | None = None
+        self.events: list[KubeObject] = []
+        self.full_reads = 0
 
     def lists(self, rtype: ResourceType) -> bool:
         return self.only is None or f"{rtype.resource}.{rtype.group}" in self.only
@@ -180,6 +184,17 @@ def _reason(error: CallError) -> str:
     return "error"
 
 
+# Events kept per namespace: the newest ones, and any about an object being deleted; at most this many
+# pages of a namespace's Events are read to find them
+EVENTS_KEPT = 500
+EVENT_PAGES = 10
+# objects being deleted (listed as metadata) that are then read whole, per namespace: the rules read
+# their status and conditions, and who last wrote them (`managedFields`: manager, operation, time)
+FULL_READS = 100
+# the namespace of the kubelets' heartbeat Leases: one per node, never a controller's
+NODE_LEASES = "kube-node-lease"
+
+
 # the types of a terminating namespace listed in full: the rules read the spec and status of pods
 # (their node, their volumes, their phase and conditions); of every other type only the metadata
 FULL_CONTENTS = frozenset({"pods"})
@@ -198,6 +213,35 @@ def trim(obj: KubeObject) -> KubeObject:
         if isinstance(annotations, dict):
             annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
     return obj
+
+
+def trim_full(obj: KubeObject) -> KubeObject:
+    """`trim`, keeping of `managedFields` who wrote what and when: each entry's manager, operation,
+    time and subresource, and the top-level fields it owns (`f:status`, `f:spec`...), without the
+    field sets themselves."""
+    entries = meta(obj).get("managedFields")
+    kept = [
+        {
+            **{k: e[k] for k in ("manager", "operation", "time", "subresource") if k in e},
+            "fieldsV1": {k: {} for k in e.get("fieldsV1") or {} if isinstance(k, str)},
+        }
+        for e in entries or ()
+        if isinstance(e, dict)
+    ]
+    trim(obj)
+    if kept:
+        obj["metadata"]["managedFields"] = kept
+    return obj
+
+
+def trim_lease(obj: KubeObject) -> KubeObject:
+    m = meta(obj)
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid") if k in m},
+        "spec": dict(obj.get("spec") or {}),
+    }
 
 
 _CONTAINER_KEYS = ("name", "image", "args", "command")
@@ -316,12 +360,16 @@ class Collector:
         # the transport's retries (429, a 5xx or a dropped connection on a GET) stay within the deadline
         return self.transport.get(path, query, timeout=self.options.call_timeout, deadline=loop.deadline)
 
-    def _list(self, loop: _Loop, path: str, query: dict[str, str] | None = None) -> list[KubeObject]:
-        """All pages of a list, each item trimmed and given its apiVersion and kind."""
+    def _list(
+        self, loop: _Loop, path: str, query: dict[str, str] | None = None, max_pages: int | None = None
+    ) -> list[KubeObject]:
+        """All pages of a list (at most `max_pages`), each item trimmed and given its apiVersion and kind."""
         items: list[KubeObject] = []
         params = dict(query or {})
         params["limit"] = str(self.options.page_size)
+        pages = 0
         while True:
+            pages += 1
             doc = self._get(loop, path, params) or {}
             api_version = doc.get("apiVersion", "")
             kind = str(doc.get("kind", "")).removesuffix("List")
@@ -330,7 +378,7 @@ class Collector:
                 item.setdefault("kind", kind)
                 items.append(trim(item))
             token = (doc.get("metadata") or {}).get("continue")
-            if not token:
+            if not token or (max_pages is not None and pages >= max_pages):
                 return items
             params["continue"] = token
 
@@ -500,6 +548,9 @@ class _Run:
         self.discovery_errors: dict[str, CallError] = {}
         self.crds_loaded = False
         self.fallback_done: set[str] = set()
+        self.server_version: dict[str, Any] | None = None
+        self.leases: list[KubeObject] = []
+        self.volume_attachments: list[KubeObject] = []
 
     def gap(self, what: str) -> Callable[[CallError], None]:
         """A failed cluster-wide call: a gap in every namespace."""
@@ -543,6 +594,23 @@ class _Run:
         for path, kind in _WORKLOADS:
             what = f"list {kind.lower()}s (cluster-wide workloads)"
             loop.add(what, partial(self.c._list, loop, path), self._on_workloads(kind), self.gap(what))
+        loop.add("get /version", lambda: self.c._get(loop, "/version"), self._on_version, self.gap("get /version"))
+        loop.add(
+            "list leases (cluster-wide)",
+            lambda: self.c._list(
+                loop, "/apis/coordination.k8s.io/v1/leases", {"fieldSelector": f"metadata.namespace!={NODE_LEASES}"}
+            ),
+            lambda items: self.leases.extend(trim_lease(i) for i in items),
+            self.optional_gap("list leases (cluster-wide)"),
+        )
+        loop.add(
+            "list volumeattachments",
+            lambda: self.c._list(loop, "/apis/storage.k8s.io/v1/volumeattachments"),
+            self.volume_attachments.extend,
+            self.optional_gap("list volumeattachments"),
+        )
+        for ns in self.namespaces:
+            self._list_events(ns)
         late = loop.run()
         deadline = self.c.options.deadline
         for label, scope in late:
@@ -566,17 +634,62 @@ class _Run:
             "webhook_configurations": tuple(o for _, kind in _WEBHOOKS for o in self.webhooks.get(kind, ())),
             "crds": tuple(self.crds),
             "workloads": tuple(o for _, kind in _WORKLOADS for o in self.workloads.get(kind, ())),
+            "server_version": self.server_version,
+            "leases": tuple(sorted(self.leases, key=_namespaced_name)),
         }
         return {
             ns.name: replace(
                 ns.base,
                 contents=dict(sorted(ns.contents.items())),
                 nodes=dict(sorted(ns.nodes.items())),
+                events=tuple(_kept_events(ns)),
+                volume_attachments=tuple(self._attachments_of(ns)),
                 gaps=tuple(sorted(ns.gaps, key=lambda g: (g.what, g.reason, g.detail))),
                 **shared,
             )
             for ns in self.namespaces
         }
+
+    def optional_gap(self, what: str) -> Callable[[CallError], None]:
+        """A cluster-wide call whose API an older server may not have (404): nothing to see, not a gap."""
+        record = self.gap(what)
+        return lambda e: None if e.status == 404 else record(e)
+
+    def _on_version(self, doc: Any) -> None:
+        if isinstance(doc, dict):
+            self.server_version = {k: v for k, v in doc.items() if isinstance(v, str)}
+
+    def _list_events(self, ns: _Namespace, *, core: bool = False) -> None:
+        """The namespace's Events: events.k8s.io/v1, or core v1 on a server without it."""
+        loop = self.loop
+        root = "/api/v1" if core else "/apis/events.k8s.io/v1"
+        path = f"{root}/namespaces/{quote(ns.name)}/events"
+        what = f"list events in {ns.name}"
+
+        def failed(error: CallError) -> None:
+            if error.status == 404 and not core:
+                self._list_events(ns, core=True)
+            else:
+                ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+        loop.add(what, partial(self.c._list, loop, path, None, EVENT_PAGES), ns.events.extend, failed, (ns,))
+
+    def _attachments_of(self, ns: _Namespace) -> list[KubeObject]:
+        """The VolumeAttachments on the nodes of the namespace's deleting pods or of its claims' volumes."""
+        volumes = {
+            str((claim.get("spec") or {}).get("volumeName"))
+            for claim in ns.contents.get("persistentvolumeclaims", ())
+            if (claim.get("spec") or {}).get("volumeName")
+        }
+        return sorted(
+            (
+                a
+                for a in self.volume_attachments
+                if (a.get("spec") or {}).get("nodeName") in ns.requested_nodes
+                or ((a.get("spec") or {}).get("source") or {}).get("persistentVolumeName") in volumes
+            ),
+            key=_namespaced_name,
+        )
 
     # -- discovery -------------------------------------------------------------------------------
 
@@ -654,12 +767,38 @@ class _Run:
     def _on_contents(self, ns: _Namespace, rtype: ResourceType, items: list[KubeObject]) -> None:
         if items:
             ns.contents[rtype.key] = tuple(items)
+        if rtype.key not in FULL_CONTENTS and not is_value_resource(rtype.group, rtype.resource):
+            for index, item in enumerate(items):
+                if deletion_time(item) is not None and ns.full_reads < FULL_READS:
+                    ns.full_reads += 1
+                    self._read_whole(ns, rtype, index, str(meta(item).get("name", "")))
         if rtype.key == "pods":
             for pod in items:
                 node = (pod.get("spec") or {}).get("nodeName")
                 if node and deletion_time(pod) is not None and node not in ns.requested_nodes:
                     ns.requested_nodes.add(node)
                     self._want_node(ns, str(node))
+
+    def _read_whole(self, ns: _Namespace, rtype: ResourceType, index: int, name: str) -> None:
+        """Read a deleting object whole (its status, conditions and managers), in place of its metadata."""
+        base = f"/api/{rtype.version}" if not rtype.group else f"/apis/{rtype.group}/{rtype.version}"
+        path = f"{base}/namespaces/{quote(ns.name)}/{rtype.resource}/{quote(name)}"
+        what = f"get {rtype.key} {ns.name}/{name}"
+
+        def answered(obj: Any) -> None:
+            listed = list(ns.contents.get(rtype.key, ()))
+            if not isinstance(obj, dict) or index >= len(listed) or meta(listed[index]).get("name") != name:
+                return
+            obj.setdefault("apiVersion", rtype.group_version)
+            obj.setdefault("kind", rtype.kind)
+            listed[index] = trim_full(obj)
+            ns.contents[rtype.key] = tuple(listed)
+
+        def failed(error: CallError) -> None:
+            if error.status != 404:  # gone since the list: the metadata read is the last word on it
+                ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+        self.loop.add(what, partial(self.c._get, self.loop, path), answered, failed, (ns,))
 
     def _want_node(self, ns: _Namespace, node: str) -> None:
         if node in self.node_results:
@@ -816,6 +955,23 @@ class _Run:
             lambda obj: self.endpoints.append(trim(obj)),
             optional(f"get endpoints {namespace}/{name}"),
         )
+
+
+def _kept_events(ns: _Namespace) -> list[KubeObject]:
+    """The newest EVENTS_KEPT Events of the namespace, and every one about an object being deleted."""
+    deleting = {
+        str(meta(o).get("uid") or "") or f"{o.get('kind')}/{meta(o).get('name')}"
+        for items in ns.contents.values()
+        for o in items
+        if deletion_time(o) is not None
+    }
+    ordered = newest_first(ns.events)
+    kept = []
+    for i, event in enumerate(ordered):
+        seen = event_view(event)
+        if i < EVENTS_KEPT or (seen.uid or f"{seen.kind}/{seen.name}") in deleting:
+            kept.append(event)
+    return kept
 
 
 def _namespaced_name(obj: KubeObject) -> tuple[str, str]:

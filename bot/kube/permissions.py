@@ -24,9 +24,15 @@ READS: dict[str, tuple[Rule, ...]] = {
     "namespaces": (Rule(("",), ("namespaces",), ("get", "list")),),
     # every namespaced type in the terminating namespace: what NamespaceContentRemaining counts
     "namespace contents": (Rule(("*",), ("*",), ("list",)),),
+    # the objects of a terminating namespace that are being deleted, read whole (their status,
+    # conditions and managers show whether a controller works on them); never Secrets and ConfigMaps,
+    # although RBAC cannot say so
+    "deleting objects": (Rule(("*",), ("*",), ("get",)),),
     # discovery: which group versions serve and which fail (most clusters grant it to every
     # authenticated user through system:discovery already)
     "discovery": (Rule(non_resource_urls=("/api", "/api/*", "/apis", "/apis/*"), verbs=("get",)),),
+    # the server's version: which namespace-deletion behaviour (conditions, ordered deletion) it has
+    "version": (Rule(non_resource_urls=("/version",), verbs=("get",)),),
     # aggregated APIs whose outage blocks namespace deletion
     "aggregated APIs": (Rule(("apiregistration.k8s.io",), ("apiservices",), ("list",)),),
     # admission webhooks that may fail closed on deletes
