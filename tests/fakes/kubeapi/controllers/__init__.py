@@ -8,14 +8,17 @@ rounds in registration order until a round changes nothing):
 
 namespace defaults (``default`` ServiceAccount, ``kube-root-ca.crt``), Deployments, ReplicaSets,
 kubelet (all nodes), Endpoints + EndpointSlices, APIService availability, PVC/PV protection,
-garbage collector, pod GC, CRD finalizer, namespace controller.
+garbage collector, pod GC, CRD finalizer, namespace controller, kube-controller-manager's leader
+election (the ``kube-system/kube-controller-manager`` Lease, renewed while it runs).
 
 Emulator options read (``emu.options[...]``, else the attribute, else the default):
 ``discovery_error_style`` ("legacy" | "stale"), ``endpoint_style`` ("endpointslices" | "endpoints"),
 ``ordered_namespace_deletion`` (bool, default True as in 1.34+), ``pod_gc_orphans`` (bool, default
-True: PodGC force-deletes pods of missing nodes after 40 s). ``controllers_of(emu)`` returns the
-installed set so a test or scenario can change an option afterwards (``configure(...)``), or stop
-and start the controllers that live in kube-controller-manager (``stop_kube_controller_manager()``).
+True: PodGC force-deletes pods of missing nodes after 40 s), ``controller_manager_lease`` (bool, default
+True: keep kube-controller-manager's Lease; False: no Lease, as where leader election is off).
+``controllers_of(emu)`` returns the installed set so a test or scenario can change an option
+afterwards (``configure(...)``), or stop and start the controllers that live in
+kube-controller-manager (``stop_kube_controller_manager()``).
 
 All but the namespace controller are registered wrapped in ``Gated``, which skips a pass when the
 store revision (and, for clock-driven controllers, the time) has not moved since the last one.
@@ -39,6 +42,7 @@ from .crd_finalizer import CRDFinalizer
 from .endpoints import EndpointsController
 from .garbage_collector import GarbageCollector
 from .kubelet import Kubelet, PodGarbageCollector
+from .leader_election import LeaderElection
 from .namespace import NamespaceController
 from .namespace_defaults import NamespaceDefaultsController
 from .pvc_protection import PVCProtectionController
@@ -64,6 +68,7 @@ class DefaultControllers:
     pod_gc: PodGarbageCollector
     crd_finalizer: CRDFinalizer
     namespace: NamespaceController
+    leader_election: LeaderElection
 
     def all(self) -> list[Controller]:
         return [
@@ -78,6 +83,7 @@ class DefaultControllers:
             self.pod_gc,
             self.crd_finalizer,
             self.namespace,
+            self.leader_election,
         ]
 
     def configure(self, **options: Any) -> None:
@@ -102,6 +108,7 @@ class DefaultControllers:
             self.garbage_collector,
             self.pod_gc,
             self.namespace,
+            self.leader_election,
         ]
 
     def stop_kube_controller_manager(self) -> None:
@@ -127,6 +134,7 @@ class DefaultControllers:
             Gated(pod_gc, lambda emu: (_clock(emu), pod_gc.orphans)),
             Gated(self.crd_finalizer, _clock),
             self.namespace,
+            Gated(self.leader_election, lambda emu: (_clock(emu), option(emu, "controller_manager_lease", True))),
         ]
 
 
@@ -157,6 +165,7 @@ def build_default_controllers(emu: Any) -> DefaultControllers:
         pod_gc=PodGarbageCollector(orphans=bool(option(emu, "pod_gc_orphans", True))),
         crd_finalizer=CRDFinalizer(),
         namespace=NamespaceController(),
+        leader_election=LeaderElection(),
     )
 
 
