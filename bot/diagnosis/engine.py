@@ -26,10 +26,12 @@ from bot.domain.snapshot import NamespaceSnapshot
 # most blocking first: what stops every namespace, then what stops deletes, then what holds objects
 CAUSE_ORDER = [
     Cause.APISERVICE_UNAVAILABLE,
+    Cause.AGGREGATED_DISCOVERY_DEFECT,
     Cause.DISCOVERY_FAILURE,
     Cause.WEBHOOK_BLOCKS_DELETE,
     Cause.POD_ON_LOST_NODE,
     Cause.PVC_IN_USE,
+    Cause.FINALIZER_DEADLOCK,
     Cause.ORPHANED_FINALIZER,
     Cause.DELETION_ERROR,
     Cause.NAMESPACE_FINALIZER,

@@ -18,7 +18,13 @@ class Cause(StrEnum):
     """The fixed vocabulary of `cause` (contract §2)."""
 
     APISERVICE_UNAVAILABLE = "apiservice_unavailable"
+    # a group version the aggregated discovery document marks Stale although its APIService is
+    # Available and its own document answers (kubernetes/kubernetes#119662; an addition to §2)
+    AGGREGATED_DISCOVERY_DEFECT = "aggregated_discovery_defect"
     ORPHANED_FINALIZER = "orphaned_finalizer"
+    # a live controller cannot remove its finalizer: its cleanup must create objects in the
+    # terminating namespace, which the API server forbids (an addition to §2)
+    FINALIZER_DEADLOCK = "finalizer_deadlock"
     NAMESPACE_FINALIZER = "namespace_finalizer"
     WEBHOOK_BLOCKS_DELETE = "webhook_blocks_delete"
     POD_ON_LOST_NODE = "pod_on_lost_node"

@@ -26,11 +26,12 @@ from tests.fakes.kubeapi.controllers._http import KubeHTTP
 
 CASES = Path(__file__).resolve().parent / "cases"
 
-# causes the product does not know yet (docs/contract.md §2 lists finalizer_deadlock; issue 23 the other):
-# a case may expect them, and counts as a miss until a rule produces them
-KNOWN_ELSEWHERE = {"finalizer_deadlock", "aggregated_discovery_defect"}
 # where an APIService or a webhook is the cause, force-finalize must never come first
-NO_FORCE_FIRST = {Cause.APISERVICE_UNAVAILABLE.value, Cause.WEBHOOK_BLOCKS_DELETE.value}
+NO_FORCE_FIRST = {
+    Cause.APISERVICE_UNAVAILABLE.value,
+    Cause.AGGREGATED_DISCOVERY_DEFECT.value,
+    Cause.WEBHOOK_BLOCKS_DELETE.value,
+}
 _WEBHOOK_KINDS = {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
 _FIRST_KINDS = ["CustomResourceDefinition", "Node", "APIService", "Namespace"]
 _DROPPED_META = ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "uid", "creationTimestamp")
@@ -85,7 +86,7 @@ def load_case(path: Path) -> Case:
         raise CaseError(f"{where}: source must be a https://github.com/ link")
     expected = data["expected"] or {}
     cause = str(expected.get("cause", ""))
-    if cause not in {c.value for c in Cause} | KNOWN_ELSEWHERE:
+    if cause not in {c.value for c in Cause}:
         raise CaseError(f"{where}: unknown cause {cause!r}")
     blocking = tuple(
         ExpectedObject(kind=str(o["kind"]), name=str(o["name"]), namespace=o.get("namespace"))
