@@ -67,6 +67,8 @@ def table(scores: list[Score]) -> str:
 
 
 def _diagnose(case: Case, kube_emulator: Emulator, kubeconfig_path: Path) -> Score:
+    if case.kubernetes_version:  # the minor the thread gives: /version says "v1.27", its patch unknown
+        kube_emulator.options["server_version"] = case.kubernetes_version
     for name, value in case.emulator.items():
         kube_emulator.options[name] = value
     load(kube_emulator, case)

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from .emulator import Emulator
 
 NAMESPACE_SUBRESOURCES = frozenset({"finalize", "status"})
+# the /version document; emulator option `server_version` ("1.28.2", "v1.15.12-gke.1") replaces the
+# version fields (major, minor, gitVersion), as that release's API server writes them
 VERSION_INFO = {
     "major": "1",
     "minor": "32",
@@ -47,6 +49,20 @@ VERSION_INFO = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
+
+
+def version_info(version: object) -> dict[str, str]:
+    """VERSION_INFO for a version string: `1.28.2` -> major "1", minor "28", gitVersion "v1.28.2"."""
+    if not isinstance(version, str) or not version:
+        return dict(VERSION_INFO)
+    git_version = version if version.startswith("v") else f"v{version}"
+    major, _, rest = git_version[1:].partition(".")
+    minor = rest.split(".", 1)[0]
+    if "-" in rest.split(".", 1)[-1] or "+" in rest:  # managed builds report "28+" for minor
+        minor = f"{minor}+"
+    return {**VERSION_INFO, "major": major, "minor": minor, "gitVersion": git_version}
+
+
 GENERIC_REASONS = {
     400: ("BadRequest", "the server rejected our request for an unknown reason"),
     401: ("Unauthorized", "the server has asked for the client to provide credentials"),
@@ -322,7 +338,7 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, b"ok", "text/plain; charset=utf-8")
             return
         if path == "/version":
-            self._send(200, VERSION_INFO)
+            self._send(200, version_info(self.emu.options.get("server_version")))
             return
         if path == "/openapi/v2" or path.startswith("/openapi/v3"):
             self._openapi(req, path)
