@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from .controllers import controllers_of
 from .controllers._http import JSON, ApiError, KubeHTTP
-from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTATION
+from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTATION, TEARDOWN_ERROR_ANNOTATION
 
 Cause = Literal[
     "apiservice_unavailable",
@@ -56,6 +56,7 @@ RemedyAction = Literal[
     "delete_webhook_configuration",
     "force_finalize_namespace",
     "wait",
+    "investigate",
     "none",
 ]
 
@@ -849,7 +850,9 @@ def _lost_node_missing(emu: Any) -> None:
     run_for(emu, 90, step=30)
 
 
-def _postgres(api: Api, ns: str, *, node: str, stuck: bool = False) -> None:
+def _postgres(
+    api: Api, ns: str, *, node: str, stuck: bool | str = False, error: str | None = None, grace: int = 30
+) -> None:
     api.create(
         "/api/v1/persistentvolumes",
         {
@@ -885,7 +888,11 @@ def _postgres(api: Api, ns: str, *, node: str, stuck: bool = False) -> None:
         f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data-postgres-0",
         {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}},
     )
-    annotations = {STUCK_TERMINATING_ANNOTATION: "true"} if stuck else None
+    annotations: dict[str, str] = {}
+    if stuck:
+        annotations[STUCK_TERMINATING_ANNOTATION] = "true" if stuck is True else str(stuck)
+    if error:
+        annotations[TEARDOWN_ERROR_ANNOTATION] = error
     meta: JSON = {"name": "postgres-0", "labels": {"app": "postgres"}}
     if annotations:
         meta["annotations"] = annotations
@@ -897,7 +904,7 @@ def _postgres(api: Api, ns: str, *, node: str, stuck: bool = False) -> None:
             "metadata": meta,
             "spec": {
                 "nodeName": node,
-                "terminationGracePeriodSeconds": 30,
+                "terminationGracePeriodSeconds": grace,
                 "containers": [
                     {
                         "name": "postgres",
@@ -927,9 +934,13 @@ def _pod_stuck_terminating(emu: Any) -> None:
     api = _start(emu)
     ns = "legacy-app"
     api.namespace(ns)
-    # the node is Ready, but its kubelet cannot finish tearing the pod down (a hung volume unmount)
-    _postgres(api, ns, node="node-2", stuck=True)
+    # the node is Ready, but its kubelet cannot stop the container (the runtime times out)
+    _postgres(api, ns, node="node-2", error="FailedKillPod")
     run_for(emu, 30)
+    # someone deleted the pod first: it hung in Terminating, and the kubelet recorded why, while the
+    # namespace could still take new Events; then the namespace was deleted too
+    api.delete(f"/api/v1/namespaces/{ns}/pods/postgres-0")
+    run_for(emu, 60, step=30)
     api.delete_namespace(ns)
     run_for(emu, 120, step=30)
 
@@ -1523,16 +1534,19 @@ def _scenarios() -> list[Scenario]:
             name="pod-stuck-terminating-ready-node",
             title="a pod on a Ready node that its kubelet cannot finish tearing down",
             description=(
-                "postgres-0 sits on Ready node-2 with a deletionTimestamp long past: a hung volume unmount "
-                "keeps the kubelet from confirming the deletion. Not a lost node: an unexplained delete failure."
+                "postgres-0 sits on Ready node-2 with a deletionTimestamp long past, and its kubelet records "
+                "FailedKillPod (the container runtime times out): a kubelet error, quoted; look at the kubelet "
+                "before any force-delete (the pod holds a volume)."
             ),
             build=_pod_stuck_terminating,
+            options=MappingProxyType({"server_version": "1.33.1"}),
             expected=Expected(
                 namespace="legacy-app",
                 state="terminating",
                 causes=("deletion_error",),
                 blocking=(ObjectRef("Pod", "postgres-0", "legacy-app"),),
-                first_remedy="force_delete_pod",
+                first_remedy="investigate",
+                acceptable_remedies=("force_delete_pod",),
                 conditions=conditions(content_failure=_unexpected_pods("legacy-app")),
             ),
         ),
