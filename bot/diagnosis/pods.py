@@ -267,8 +267,10 @@ def _ordered_note(ctx: Context, pods: list[Held]) -> str | None:
     )
 
 
-def _holds_all(ctx: Context) -> str:
-    return "; they hold the whole namespace (OrderedNamespaceDeletion)" if ordered_deletion(ctx) else ""
+def _holds_all(ctx: Context, count: int) -> str:
+    if ordered_deletion(ctx) is None:
+        return ""
+    return f"; {'it holds' if count == 1 else 'they hold'} the whole namespace (OrderedNamespaceDeletion)"
 
 
 def findings(ctx: Context) -> list[Finding]:
@@ -342,7 +344,7 @@ def _lost_node(ctx: Context, node: str, pods: list[Held]) -> Finding:
         cause=Cause.POD_ON_LOST_NODE,
         blocking=True,
         summary=f"{len(pods)} pod(s) on node {node}, which {words.split(' (')[0]}, cannot finish deleting"
-        + _holds_all(ctx),
+        + _holds_all(ctx, len(pods)),
         objects=(*(h.ref for h in pods), node_ref),
         evidence=tuple(evidence),
         remedies=remedies.rank([*forced, first]),
@@ -376,7 +378,7 @@ def _on_ready_nodes(ctx: Context) -> list[Finding]:
         out.append(
             still_deleting(
                 summary=f"{len(moving)} pod(s) past their grace period are still being torn down by their kubelet "
-                f"(pod {first.pod.ref.name} waits for {waits_for})" + _holds_all(ctx),
+                f"(pod {first.pod.ref.name} waits for {waits_for})" + _holds_all(ctx, len(moving)),
                 objects=tuple(h.ref for h in pods),
                 evidence=evidence,
                 remedies=(remedies.wait("The kubelet removes the pods once their containers and volumes are down"),),
@@ -413,7 +415,7 @@ def _failing(ctx: Context, t: Teardown, condition: str | None) -> Finding:
     return Finding(
         cause=Cause.DELETION_ERROR,
         blocking=True,
-        summary=f"the kubelet on node {t.node} fails to tear down pod {ref.name}" + _holds_all(ctx),
+        summary=f"the kubelet on node {t.node} fails to tear down pod {ref.name}" + _holds_all(ctx, 1),
         objects=(ref,),
         evidence=tuple(evidence),
         remedies=remedies.rank(
@@ -443,7 +445,7 @@ def _no_progress(ctx: Context, t: Teardown) -> Finding:
         evidence.append(ordered)
     risk, why = force_delete_risk(ctx, t.pod.obj, t.node)
     return still_deleting(
-        summary=f"pod {ref.name}: no progress seen; look at the kubelet on node {t.node}" + _holds_all(ctx),
+        summary=f"pod {ref.name}: no progress seen; look at the kubelet on node {t.node}" + _holds_all(ctx, 1),
         objects=(ref,),
         evidence=evidence,
         remedies=remedies.rank(
