@@ -24,7 +24,7 @@ from bot.diagnosis.context import Context, Held, still_deleting
 from bot.diagnosis.controller_state import ordered_deletion
 from bot.diagnosis.reading import age, node_ready_state, pod_grace_deadline, pod_is_finished, pvc_claims
 from bot.domain.events import EventView, view
-from bot.domain.findings import Action, Cause, Finding, Risk
+from bot.domain.findings import Action, Cause, Finding, Remedy, Risk
 from bot.domain.refs import KubeObject, ObjectRef, deletion_time, meta, name_of, parse_time
 
 # the kubelet's (and the attach/detach controller's) reasons for a pod it cannot tear down
@@ -352,13 +352,13 @@ def _lost_node(ctx: Context, node: str, pods: list[Held]) -> Finding:
 
 
 def _on_ready_nodes(ctx: Context) -> list[Finding]:
-    """Pods past their grace period on a Ready node: failing, progressing, or with no progress seen."""
+    """Pods past their grace period on a Ready node: failing, progressing, or with no progress seen (one
+    finding per node for the failing and for the silent ones)."""
     out: list[Finding] = []
     seen = [teardown(ctx, h) for h in _overdue(ctx, node_ready=True)]
     condition = ctx.facts.line("NamespaceDeletionContentFailure")
-    for t in seen:
-        if t.errors:
-            out.append(_failing(ctx, t, condition))
+    for node, group in _by_node([t for t in seen if t.errors]):
+        out.append(_failing(ctx, node, group, condition))
     moving = [t for t in seen if not t.errors and t.moving]
     if moving:
         pods = [t.pod for t in moving]
@@ -384,10 +384,16 @@ def _on_ready_nodes(ctx: Context) -> list[Finding]:
                 remedies=(remedies.wait("The kubelet removes the pods once their containers and volumes are down"),),
             )
         )
-    for t in seen:
-        if not t.errors and not t.moving:
-            out.append(_no_progress(ctx, t))
+    for node, group in _by_node([t for t in seen if not t.errors and not t.moving]):
+        out.append(_no_progress(ctx, node, group))
     return out
+
+
+def _by_node(teardowns: list[Teardown]) -> list[tuple[str, list[Teardown]]]:
+    groups: dict[str, list[Teardown]] = defaultdict(list)
+    for t in teardowns:
+        groups[t.node].append(t)
+    return sorted(groups.items())
 
 
 def _describe(t: Teardown) -> list[str]:
@@ -399,63 +405,79 @@ def _describe(t: Teardown) -> list[str]:
     ]
 
 
-def _failing(ctx: Context, t: Teardown, condition: str | None) -> Finding:
-    ref = t.pod.ref
-    evidence = [condition] if condition else []
-    evidence.append(
-        f"pod {ref.name} is {age(ctx.now - t.overdue, ctx.now)} past its grace period on Ready node {t.node}, and "
-        "its kubelet reports errors tearing it down:"
+def _force_deletes(ctx: Context, group: list[Teardown]) -> list[Remedy]:
+    out = []
+    for t in group:
+        risk, why = force_delete_risk(ctx, t.pod.obj, t.node)
+        out.append(remedies.force_delete_pod(t.pod.ref, risk=risk, consequence=why))
+    return out
+
+
+def _pods(group: list[Teardown]) -> str:
+    names = [t.pod.ref.name for t in group]
+    return (
+        f"pod {names[0]}"
+        if len(names) == 1
+        else f"{len(names)} pods ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
     )
-    evidence.extend(t.errors[:MAX_QUOTED])
-    evidence.extend(f"it waits for {w}" for w in t.waits_for[:MAX_QUOTED])
-    ordered = _ordered_note(ctx, [t.pod])
+
+
+def _failing(ctx: Context, node: str, group: list[Teardown], condition: str | None) -> Finding:
+    evidence = [condition] if condition else []
+    for t in group[:MAX_QUOTED]:
+        evidence.append(
+            f"pod {t.pod.ref.name} is {age(ctx.now - t.overdue, ctx.now)} past its grace period on Ready node "
+            f"{node}, and its kubelet reports errors tearing it down:"
+        )
+        evidence.extend(t.errors[:MAX_QUOTED])
+        evidence.extend(f"it waits for {w}" for w in t.waits_for[:MAX_QUOTED])
+    ordered = _ordered_note(ctx, [t.pod for t in group])
     if ordered:
         evidence.append(ordered)
-    risk, why = force_delete_risk(ctx, t.pod.obj, t.node)
     return Finding(
         cause=Cause.DELETION_ERROR,
         blocking=True,
-        summary=f"the kubelet on node {t.node} fails to tear down pod {ref.name}" + _holds_all(ctx, 1),
-        objects=(ref,),
+        summary=f"the kubelet on node {node} fails to tear down {_pods(group)}" + _holds_all(ctx, len(group)),
+        objects=tuple(t.pod.ref for t in group),
         evidence=tuple(evidence),
         remedies=remedies.rank(
             [
                 remedies.investigate(
-                    f"Fix what the kubelet on node {t.node} reports (a hung container runtime, a volume that will "
-                    "not unmount or detach); it then removes the pod",
-                    _describe(t),
+                    f"Fix what the kubelet on node {node} reports (a hung container runtime, a volume that will "
+                    "not unmount or detach); it then removes the pods",
+                    _describe(group[0]),
                 ),
-                remedies.force_delete_pod(ref, risk=risk, consequence=why),
+                *_force_deletes(ctx, group),
             ]
         ),
     )
 
 
-def _no_progress(ctx: Context, t: Teardown) -> Finding:
-    ref = t.pod.ref
+def _no_progress(ctx: Context, node: str, group: list[Teardown]) -> Finding:
+    minutes = int(NO_PROGRESS.total_seconds()) // 60
     evidence = [
-        f"pod {ref.name} is {age(ctx.now - t.overdue, ctx.now)} past its grace period on Ready node {t.node}; no "
-        f"container stopped, no kubelet Event and no volume detach in the last "
-        f"{int(NO_PROGRESS.total_seconds()) // 60} minutes, and no kubelet error is recorded (Events expire after "
-        "an hour, and none can be created in a terminating namespace)",
+        f"{_pods(group)} on Ready node {node}, {age(ctx.now - max(t.overdue for t in group), ctx.now)} past "
+        f"{'its' if len(group) == 1 else 'their'} grace period: no container stopped, no kubelet Event and no "
+        f"volume detach in the last {minutes} minutes, and no kubelet error is recorded (Events expire after an "
+        "hour, and none can be created in a terminating namespace)",
     ]
-    evidence.extend(f"it waits for {w}" for w in t.waits_for[:MAX_QUOTED])
-    ordered = _ordered_note(ctx, [t.pod])
+    for t in group[:MAX_QUOTED]:
+        evidence.extend(f"pod {t.pod.ref.name} waits for {w}" for w in t.waits_for[:MAX_QUOTED])
+    ordered = _ordered_note(ctx, [t.pod for t in group])
     if ordered:
         evidence.append(ordered)
-    risk, why = force_delete_risk(ctx, t.pod.obj, t.node)
     return still_deleting(
-        summary=f"pod {ref.name}: no progress seen; look at the kubelet on node {t.node}" + _holds_all(ctx, 1),
-        objects=(ref,),
+        summary=f"{_pods(group)}: no progress seen; look at the kubelet on node {node}" + _holds_all(ctx, len(group)),
+        objects=tuple(t.pod.ref for t in group),
         evidence=evidence,
         remedies=remedies.rank(
             [
                 remedies.investigate(
-                    f"Look at the kubelet on node {t.node} (its log, the container runtime, the pod's volumes) "
+                    f"Look at the kubelet on node {node} (its log, the container runtime, the pods' volumes) "
                     "before any force-delete",
-                    [*_describe(t), f"journalctl -u kubelet  # on node {t.node}"],
+                    [*_describe(group[0]), f"journalctl -u kubelet  # on node {node}"],
                 ),
-                remedies.force_delete_pod(ref, risk=risk, consequence=why),
+                *_force_deletes(ctx, group),
             ]
         ),
     )

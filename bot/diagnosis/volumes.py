@@ -14,6 +14,7 @@ from __future__ import annotations
 from bot.diagnosis import pods as pod_rules
 from bot.diagnosis import remedies
 from bot.diagnosis.context import Context, Held, still_deleting
+from bot.diagnosis.controller_state import RESYNC
 from bot.diagnosis.leases import LeaseState, controller_manager
 from bot.diagnosis.reading import age, node_ready_state, pod_grace_deadline, pvc_claims
 from bot.domain.findings import Action, Cause, Finding, Risk
@@ -123,11 +124,24 @@ def _unused(ctx: Context, held: Held, evidence: list[str]) -> Finding:
             "the pvc-protection controller (kube-controller-manager) removes the finalizer of a claim no pod uses"
             + ("" if lease.state is LeaseState.FRESH else "; whether it runs cannot be seen")
         )
+        deleted = deletion_time(held.obj)
+        late = deleted is not None and ctx.now - deleted > RESYNC
+        steps = [
+            remedies.wait("The pvc-protection controller removes the finalizer once it sees no pod uses the claim")
+        ]
+        if late or lease.state is not LeaseState.FRESH:
+            steps.append(
+                remedies.investigate(
+                    "If it stays, check that kube-controller-manager runs the pvc-protection controller (a "
+                    "--controllers list without it leaves the finalizer for ever)",
+                    ["kubectl -n kube-system get pods -l component=kube-controller-manager -o yaml"],
+                )
+            )
         return still_deleting(
             summary=f"PVC {claim} waits for the PVC protection controller",
             objects=(held.ref,),
             evidence=evidence,
-            remedies=(remedies.wait("kube-controller-manager removes the finalizer shortly"),),
+            remedies=remedies.rank(steps),
         )
     evidence.append("so the pvc-protection controller, which runs in kube-controller-manager, is not running")
     return Finding(

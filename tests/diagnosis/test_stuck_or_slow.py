@@ -420,3 +420,12 @@ def test_a_finished_pod_still_uses_its_claim_until_it_is_deleted() -> None:
     diagnosis = _diagnose(contents={"pods": (done,), "persistentvolumeclaims": (_claim("data"),)})
     finding = _only(diagnosis, Cause.PVC_IN_USE)
     assert "pod job-1 (succeeded, not being deleted) mounts it" in finding.evidence
+
+
+def test_silent_pods_on_one_node_are_one_finding_naming_them_all() -> None:
+    pods = tuple(_pod(f"web-{i}", past_grace=timedelta(minutes=40)) for i in range(5))
+    diagnosis = _diagnose(contents={"pods": pods}, nodes={"node-1": _node("node-1")})
+    finding = _only(diagnosis, Cause.CONTENT_DELETING)
+    assert finding.summary.startswith("5 pods (web-0, web-1, web-2, ...): no progress seen; look at the kubelet")
+    assert [o.name for o in finding.objects] == [f"web-{i}" for i in range(5)]
+    assert [r.action for r in finding.remedies] == [Action.INVESTIGATE] + [Action.FORCE_DELETE_POD] * 5
