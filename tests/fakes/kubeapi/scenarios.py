@@ -1469,6 +1469,17 @@ def _pvc_protection_down(emu: Any) -> None:
     run_for(emu, 120, step=30)  # the kubelet removed postgres-0; nobody removes pvc-protection
 
 
+def _old_server_not_yet(emu: Any) -> None:
+    api = _start(emu)
+    ctrls = controllers_of(emu)
+    if ctrls is not None:
+        ctrls.stop_kube_controller_manager()  # restarting: nothing of it runs for now
+    # a CI job's namespace, created and deleted at once: nothing was ever created in it
+    api.namespace("ci-build-77")
+    api.delete_namespace("ci-build-77")
+    run_for(emu, 120, step=30)
+
+
 def _stuck_or_slow_scenarios() -> list[Scenario]:
     v133 = MappingProxyType({"server_version": "1.33.1"})
     unordered = MappingProxyType({"server_version": "1.32.4", "ordered_namespace_deletion": False})
@@ -1591,6 +1602,42 @@ def _stuck_or_slow_scenarios() -> list[Scenario]:
                     finalizers="Some content in the namespace has finalizers remaining: "
                     "kubernetes.io/pvc-protection in 1 resource instances",
                 ),
+            ),
+        ),
+        Scenario(
+            name="old-server-namespace-not-yet",
+            title="a 1.15 cluster: an empty namespace deleted two minutes ago, no conditions",
+            description=(
+                "Before 1.16 the namespace controller writes no conditions and this control plane shows no "
+                "Lease: an empty namespace younger than the controller's 5-minute resync is still being deleted."
+            ),
+            build=_old_server_not_yet,
+            options=MappingProxyType({"server_version": "1.15.12", "controller_manager_lease": False}),
+            expected=Expected(
+                namespace="ci-build-77",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="pod-on-notready-node-1-15",
+            title="a 1.15 cluster: pods on a NotReady node, and no namespace conditions to say so",
+            description=(
+                "As pod-on-notready-node on a server before 1.16: the namespace controller runs and writes no "
+                "conditions; the pods and their node tell the cause."
+            ),
+            build=_lost_node_not_ready,
+            options=MappingProxyType({"server_version": "1.15.12", "controller_manager_lease": False}),
+            expected=Expected(
+                namespace="batch-jobs",
+                state="terminating",
+                causes=("pod_on_lost_node",),
+                blocking=(ObjectRef("Pod", "worker-*", "batch-jobs"),),
+                first_remedy="force_delete_pod",
+                conditions=None,
             ),
         ),
         Scenario(
