@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from . import admission, rbac
+from . import admission, events_v1, rbac
 from .clock import Clock, go_time, parse_rfc3339, rfc3339
 from .errors import (
     ApiError,
@@ -425,6 +425,9 @@ class Cluster:
             return Result(200, self._as_version(rt, entry, item=False))
 
     def _as_version(self, rt: ResourceType, entry: Entry, *, item: bool) -> bytes:
+        if rt.group == events_v1.GROUP:
+            obj = events_v1.to_events_v1(entry.obj)
+            return dumps({k: v for k, v in obj.items() if k not in ("apiVersion", "kind")} if item else obj)
         if rt.custom and entry.obj.get("apiVersion") != rt.api_version:
             obj = entry.copy()
             obj["apiVersion"] = rt.api_version

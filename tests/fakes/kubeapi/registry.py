@@ -31,6 +31,8 @@ class ResourceType:
     status_subresource: bool = False
     # an aggregated API (served by a registered backend behind a non-Local APIService)
     aggregated: bool = False
+    # the store of another type that holds these objects (events.k8s.io Events live in core's)
+    storage: tuple[str, str] | None = None
 
     @property
     def group_version(self) -> str:
@@ -43,7 +45,7 @@ class ResourceType:
     @property
     def key(self) -> tuple[str, str]:
         """Storage key: one store per (group, resource), shared by every served version."""
-        return (self.group, self.plural)
+        return self.storage or (self.group, self.plural)
 
     @property
     def gr(self) -> str:
@@ -319,6 +321,17 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     # storage.k8s.io/v1
     _rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short=("sc",), rdo=True),
     _rt("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
+    # the core Events, seen through events.k8s.io/v1 (events_v1.py converts)
+    ResourceType(
+        group="events.k8s.io",
+        version="v1",
+        plural="events",
+        singular="event",
+        kind="Event",
+        namespaced=True,
+        short_names=("ev",),
+        storage=("", "events"),
+    ),
 )
 
 # Built-in groups in the order the real /apis lists them (by APIService group priority).
