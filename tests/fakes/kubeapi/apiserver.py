@@ -260,9 +260,29 @@ class Cluster:
             }
             self.create(self.rt("apiregistration.k8s.io", "v1", "apiservices"), "", obj, Ctx(user="system:apiserver"))
 
-    def register_aggregated_backend(self, group: str, version: str, resources: list[dict[str, Any]]) -> None:
+    def register_aggregated_backend(
+        self, group: str, version: str, resources: list[dict[str, Any]], *, honours_discovery_accept: bool = True
+    ) -> None:
         with self.store.lock:
-            self.backends[(group, version)] = AggregatedBackend(group, version, [dict(r) for r in resources])
+            self.backends[(group, version)] = AggregatedBackend(
+                group, version, [dict(r) for r in resources], honours_discovery_accept
+            )
+
+    def backend(self, group: str, version: str) -> AggregatedBackend | None:
+        """The backend of a non-Local APIService: one registered, or one the option `aggregated_backends`
+        declares (a list of {group, version, resources, honours_discovery_accept}; the corpus sets it)."""
+        found = self.backends.get((group, version))
+        if found is not None:
+            return found
+        for spec in self.options.get("aggregated_backends") or ():
+            if spec.get("group") == group and spec.get("version") == version:
+                return AggregatedBackend(
+                    group,
+                    version,
+                    [dict(r) for r in spec.get("resources") or ()],
+                    bool(spec.get("honours_discovery_accept", True)),
+                )
+        return None
 
     # -- type lookup ------------------------------------------------------------------------------
     def rt(self, group: str, version: str, plural: str) -> ResourceType:

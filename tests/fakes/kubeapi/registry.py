@@ -379,6 +379,9 @@ class AggregatedBackend:
     group: str
     version: str
     resources: list[dict[str, Any]] = field(default_factory=list)
+    # False: its /apis ignores the Accept header and answers the legacy APIGroupList (or 404), as Agones'
+    # extension server did; an aggregator without the fix of kubernetes/kubernetes#119870 marks it Stale
+    honours_discovery_accept: bool = True
 
 
 def crd_types(crd: dict[str, Any]) -> list[ResourceType]:

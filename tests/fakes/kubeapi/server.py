@@ -346,9 +346,18 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/api", "/apis"):
             self._get_only(req)
             accept = req.headers.get("Accept") or ""
-            if self.emu.options.get("aggregated_discovery") and discovery.wants_aggregated(accept):
-                doc = discovery.aggregated_list(self.emu.cluster, legacy_core=path == "/api")
-                self._send(200, doc, discovery.AGGREGATED_CONTENT_TYPE, {"Vary": "Accept"})
+            served: tuple[str, ...] = ()
+            if self.emu.options.get("aggregated_discovery"):
+                served = discovery.served_aggregated_versions(self.emu.options.get("server_version"))
+            chosen = discovery.negotiate_aggregated(accept, served)
+            if chosen is None:
+                media = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+                self._send_error(
+                    ApiError(406, "NotAcceptable", f"only the following media types are accepted: {media}", {})
+                )
+            elif chosen:
+                doc = discovery.aggregated_list(self.emu.cluster, legacy_core=path == "/api", version=chosen)
+                self._send(200, doc, discovery.aggregated_content_type(chosen), {"Vary": "Accept"})
             elif path == "/api":
                 self._send(200, discovery.api_versions(self.emu.cluster), headers={"Vary": "Accept"})
             else:
@@ -417,7 +426,7 @@ class Handler(BaseHTTPRequestHandler):
         cluster = self.emu.cluster
         with cluster.store.lock:
             svc = cluster.apiservice(group, version)
-            backend = cluster.backends.get((group, version))
+            backend = cluster.backend(group, version)
         if svc is None or not (svc.get("spec") or {}).get("service"):
             return False
         if rest:  # a resource request: authorized before the aggregator proxies it
