@@ -2,12 +2,14 @@
 
 The chain of evidence follows the aggregator: APIService -> Service -> endpoints -> pods ->
 workload; when all of that is healthy and the APIService is still unavailable, the API server
-cannot reach the backend (network, as in seeds 001 and 004).
+cannot reach the backend (network, as in seeds 001 and 004). A version aggregated discovery lists as
+Stale is failing, with the same chain; one whose APIService is Available and whose per-version
+document answers is for aggregated.py (the aggregator defect of kubernetes/kubernetes#119662).
 """
 
 from __future__ import annotations
 
-from bot.diagnosis import remedies
+from bot.diagnosis import aggregated, remedies
 from bot.diagnosis.context import Context
 from bot.diagnosis.reading import backend, pod_is_ready
 from bot.domain.findings import Action, Cause, Finding, Risk
@@ -28,9 +30,12 @@ def _unavailable(ctx: Context) -> list[tuple[KubeObject, str]]:
     """APIServices that are not Available, or whose group version failed our own discovery."""
     failing_gvs = {gv.group_version: gv for gv in ctx.snapshot.failing_group_versions()}
     facts_failures = ctx.facts.discovery_failures
+    served = {name_of(a) for a, _ in aggregated.stale_but_served(ctx)}
     out = []
     for apiservice in ctx.snapshot.apiservices:
         gv = _group_version(apiservice)
+        if name_of(apiservice) in served:
+            continue  # aggregated.py: Stale while Available and answering
         available = condition(apiservice, "Available")
         not_available = available is not None and available.get("status") != "True"
         if _is_local(apiservice):
@@ -45,7 +50,7 @@ def _unavailable(ctx: Context) -> list[tuple[KubeObject, str]]:
 
 
 def findings(ctx: Context) -> list[Finding]:
-    out = []
+    out = aggregated.findings(ctx)
     failing = {gv.group_version: gv for gv in ctx.snapshot.failing_group_versions()}
     for apiservice, gv in _unavailable(ctx):
         name = name_of(apiservice)
@@ -56,7 +61,15 @@ def findings(ctx: Context) -> list[Finding]:
         if gv in failing:
             status = failing[gv]
             body = f" (body {status.body.strip()!r})" if status.body else ""
-            evidence.append(f"GET /apis/{gv} answered {status.status_code}{body}: {status.error}")
+            if status.stale:
+                evidence.append(
+                    f"aggregated discovery (apidiscovery.k8s.io/{status.aggregated}) lists {gv} with freshness "
+                    "Stale: the namespace controller fails discovery on it"
+                )
+            if status.status_code is not None and status.legacy_answered is not True:
+                evidence.append(f"GET /apis/{gv} answered {status.status_code}{body}: {status.error}")
+            elif status.legacy_answered:
+                evidence.append(f"GET /apis/{gv} (the per-version document) answered 200")
         available = condition(apiservice, "Available")
         if available is not None:
             evidence.append(
@@ -158,8 +171,9 @@ def findings(ctx: Context) -> list[Finding]:
 
 
 def explained_group_versions(ctx: Context) -> set[str]:
-    """Group versions whose failure an unavailable APIService explains."""
-    return {gv for _, gv in _unavailable(ctx)}
+    """Group versions whose failure an unavailable APIService, or the aggregator's Stale listing of an
+    available one, explains."""
+    return {gv for _, gv in _unavailable(ctx)} | {s.group_version for _, s in aggregated.stale_but_served(ctx)}
 
 
 def _uses(gv: str) -> str:

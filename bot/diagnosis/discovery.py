@@ -31,7 +31,9 @@ def findings(ctx: Context) -> list[Finding]:
     if still:
         evidence = [condition] if set(still) & set(reported) else []
         evidence.extend(
-            f"GET /apis/{gv} answered {now_failing[gv].status_code}: {now_failing[gv].error}"
+            f"aggregated discovery lists {gv} with freshness Stale"
+            if now_failing[gv].stale and now_failing[gv].legacy_answered
+            else f"GET /apis/{gv} answered {now_failing[gv].status_code}: {now_failing[gv].error}"
             for gv in still
             if gv in now_failing
         )

@@ -220,8 +220,8 @@ def _backend_resources(group: str, version: str, resources: list[dict[str, Any]]
     ]
 
 
-def aggregated_list(cluster: Cluster, *, legacy_core: bool, version: str = "v2") -> dict[str, Any]:
-    """``/api`` (legacy_core) or ``/apis`` as an APIGroupDiscoveryList of apidiscovery.k8s.io/`version`.
+def aggregated_list(cluster: Cluster, *, legacy_core: bool, discovery_version: str = "v2") -> dict[str, Any]:
+    """``/api`` (legacy_core) or ``/apis`` as an APIGroupDiscoveryList of apidiscovery.k8s.io/`discovery_version`.
     A non-Local APIService that is not Available is listed with ``freshness: Stale`` and no resources,
     as the aggregator does; so is an Available one whose backend ignores Accept on /apis, on an
     aggregator with the defect of kubernetes/kubernetes#119662 (`aggregator_has_accept_defect`)."""
@@ -260,7 +260,7 @@ def aggregated_list(cluster: Cluster, *, legacy_core: bool, version: str = "v2")
                 items.append({"metadata": {"name": group}, "versions": versions})
     return {
         "kind": "APIGroupDiscoveryList",
-        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "apiVersion": f"apidiscovery.k8s.io/{discovery_version}",
         "metadata": {},
         "items": items,
     }

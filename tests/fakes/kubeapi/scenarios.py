@@ -1824,6 +1824,9 @@ def _aggregated_discovery_scenarios() -> list[Scenario]:
                 blocking=(_AGONES_APISERVICE,),
                 first_remedy="restore_backend",
                 acceptable_remedies=("delete_apiservice",),
+                # what allocation.agones.dev/v1 serves cannot be listed: a gap, no force-finalize
+                complete=False,
+                gaps=("allocation.agones.dev/v1",),
                 conditions=conditions(discovery=_unavailable("allocation.agones.dev/v1", "stale")),
             ),
         ),

@@ -356,7 +356,7 @@ class Handler(BaseHTTPRequestHandler):
                     ApiError(406, "NotAcceptable", f"only the following media types are accepted: {media}", {})
                 )
             elif chosen:
-                doc = discovery.aggregated_list(self.emu.cluster, legacy_core=path == "/api", version=chosen)
+                doc = discovery.aggregated_list(self.emu.cluster, legacy_core=path == "/api", discovery_version=chosen)
                 self._send(200, doc, discovery.aggregated_content_type(chosen), {"Vary": "Accept"})
             elif path == "/api":
                 self._send(200, discovery.api_versions(self.emu.cluster), headers={"Vary": "Accept"})
