@@ -29,7 +29,6 @@ def _is_local(apiservice: KubeObject) -> bool:
 def _unavailable(ctx: Context) -> list[tuple[KubeObject, str]]:
     """APIServices that are not Available, or whose group version failed our own discovery."""
     failing_gvs = {gv.group_version: gv for gv in ctx.snapshot.failing_group_versions()}
-    facts_failures = ctx.facts.discovery_failures
     served = {name_of(a) for a, _ in aggregated.stale_but_served(ctx)}
     out = []
     for apiservice in ctx.snapshot.apiservices:
@@ -39,10 +38,8 @@ def _unavailable(ctx: Context) -> list[tuple[KubeObject, str]]:
         available = condition(apiservice, "Available")
         not_available = available is not None and available.get("status") != "True"
         if _is_local(apiservice):
-            # the API server serves it itself; our own failure to read it (a timeout, a 403) is a gap in
-            # our evidence, not a cause, unless the namespace controller reports the same failure
-            if gv in failing_gvs and gv in facts_failures:
-                out.append((apiservice, gv))
+            # the API server serves it itself: not an aggregated API that is down. Its failure (a version
+            # the API server answering did not register, during an upgrade) is discovery.py's
             continue
         if not_available or gv in failing_gvs:
             out.append((apiservice, gv))
@@ -82,15 +79,7 @@ def findings(ctx: Context) -> list[Finding]:
         service = (apiservice.get("spec") or {}).get("service") or {}
         remedy_list = []
         summary: str
-        if not service:
-            summary = f"the local APIService {name} fails discovery for {gv}"
-            remedy_list.append(
-                remedies.investigate(
-                    f"{gv} is served by the API server itself; check the kube-apiserver logs",
-                    [f"kubectl get --raw /apis/{gv}"],
-                )
-            )
-        else:
+        if service:  # every APIService here has one: Local ones are discovery.py's
             svc_ns, svc_name = str(service.get("namespace", "")), str(service.get("name", ""))
             chain = backend(ctx.snapshot, svc_ns, svc_name)
             evidence.extend(chain.evidence)
