@@ -199,3 +199,24 @@ def test_kubectl_sees_the_version_current_on_the_fixed_aggregator(tmp_path: Path
         assert "NotFound" in gone.stderr
     finally:
         emu.stop()
+
+
+@pytest.mark.kubectl
+def test_kubectl_reads_a_v2_stale_version_of_an_apiservice_that_is_down(tmp_path: Path) -> None:
+    emu, kc = _scenario_kubectl("aggregated-stale-backend-down", tmp_path)
+    try:
+        emu.options["server_version"] = "1.31.2"  # serves apidiscovery.k8s.io/v2
+        versions = kubectl(kc, "api-versions")
+        assert versions.returncode == 0, versions.stderr
+        assert "allocation.agones.dev/v1" not in versions.stdout.split()
+        assert "apps/v1" in versions.stdout.split()
+        svc = kubectl(kc, "get", "apiservice", "v1.allocation.agones.dev", "--no-headers")
+        assert svc.stdout.split()[2] == "False"
+        raw = kubectl(kc, "get", "--raw", "/apis/allocation.agones.dev/v1")
+        assert raw.returncode != 0
+        assert "the server is currently unable to handle the request" in raw.stderr
+        asked = [j.accept for j in emu.request_journal if j.path == "/apis"]
+        assert asked
+        assert all(a.startswith("application/json;g=apidiscovery.k8s.io;v=v2;") for a in asked)
+    finally:
+        emu.stop()
