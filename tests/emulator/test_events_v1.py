@@ -94,3 +94,15 @@ def test_kubectl_shows_the_same_event_through_both_groups(emu: Emulator, admin: 
     assert core_item["metadata"]["uid"] == v1_item["metadata"]["uid"]
     assert (core_item["message"], v1_item["note"]) == (CORE_EVENT["message"], CORE_EVENT["message"])
     assert v1_item["regarding"]["name"] == "web"
+
+
+def test_a_server_before_1_19_has_no_events_k8s_io_v1(emu: Emulator, admin: Raw) -> None:
+    emu.options["server_version"] = "1.18.20"
+    make_ns(admin, "shop")
+
+    assert admin.get(V1).status == 404
+    groups = {g["name"] for g in admin.get("/apis").json["groups"]}
+    assert "events.k8s.io" not in groups
+    assert admin.post(CORE, CORE_EVENT).status == 201  # core Events as ever
+    emu.options["server_version"] = "1.19.0"
+    assert [i["note"] for i in admin.get(V1).json["items"]] == [CORE_EVENT["message"]]

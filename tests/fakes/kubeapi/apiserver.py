@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from . import admission, events_v1, rbac
+from . import discovery as discovery_versions
 from .clock import Clock, go_time, parse_rfc3339, rfc3339
 from .errors import (
     ApiError,
@@ -289,13 +290,26 @@ class Cluster:
         return self.types[(group, version, plural)]
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
-        return self.types.get((group, version, plural))
+        found = self.types.get((group, version, plural))
+        return found if found is not None and self.serves(found) else None
+
+    def serves(self, rt: ResourceType) -> bool:
+        """Whether a server of the emulated version (option `server_version`) serves the type."""
+        if not rt.since_minor:
+            return True
+        minor, _ = discovery_versions.minor_patch(self.options.get("server_version"))
+        return minor is None or minor >= rt.since_minor
 
     def types_for(self, group: str, version: str) -> list[ResourceType]:
-        return sorted((rt for k, rt in self.types.items() if k[0] == group and k[1] == version), key=lambda r: r.plural)
+        return sorted(
+            (rt for k, rt in self.types.items() if k[0] == group and k[1] == version and self.serves(rt)),
+            key=lambda r: r.plural,
+        )
 
     def served_versions(self, group: str) -> list[str]:
-        return sorted({k[1] for k in self.types if k[0] == group}, key=version_priority_key)
+        return sorted(
+            {k[1] for k, rt in self.types.items() if k[0] == group and self.serves(rt)}, key=version_priority_key
+        )
 
     def now(self) -> str:
         return rfc3339(self.clock.now())

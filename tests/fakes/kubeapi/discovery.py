@@ -35,9 +35,22 @@ def _version_sort_key(svc: dict[str, Any]) -> tuple[int, tuple[int, int, int, st
     return (-int(svc["spec"].get("versionPriority", 0)), version_priority_key(svc["spec"].get("version", "")))
 
 
+def _too_new(cluster: Cluster, svc: dict[str, Any]) -> bool:
+    """A built-in group version the emulated release does not serve yet (events.k8s.io/v1 before 1.19):
+    the APIService the emulator registers for it at start is not there on such a server. One a test or
+    a case creates itself (a newer API server's, during an upgrade) is."""
+    labels = (svc.get("metadata") or {}).get("labels") or {}
+    if labels.get("kube-aggregator.kubernetes.io/automanaged") != "onstart":
+        return False
+    spec = svc.get("spec") or {}
+    group, version = spec.get("group", ""), spec.get("version", "")
+    known = [rt for (g, v, _), rt in cluster.types.items() if g == group and v == version]
+    return bool(known) and not any(cluster.serves(rt) for rt in known)
+
+
 def grouped_apiservices(cluster: Cluster) -> list[list[dict[str, Any]]]:
     """``apiregistration/v1/helper.SortedByGroupAndVersion``."""
-    services = [e.obj for e in cluster.store.items(APISERVICES)]
+    services = [e.obj for e in cluster.store.items(APISERVICES) if not _too_new(cluster, e.obj)]
     services.sort(key=functools.cmp_to_key(_cmp_group))
     groups: list[list[dict[str, Any]]] = []
     index: dict[str, int] = {}
@@ -113,7 +126,7 @@ def aggregated_content_type(version: str) -> str:
     return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
 
 
-def _minor_patch(server_version: object) -> tuple[int | None, int | None]:
+def minor_patch(server_version: object) -> tuple[int | None, int | None]:
     """(minor, patch) of "1.28.2", "v1.27.3-gke.100", "1.27" (patch None: not known)."""
     if not isinstance(server_version, str) or not server_version:
         return None, None
@@ -132,7 +145,7 @@ def _minor_patch(server_version: object) -> tuple[int | None, int | None]:
 def served_aggregated_versions(server_version: object) -> tuple[str, ...]:
     """The apidiscovery.k8s.io versions a server of that version serves (no version given: the
     emulator's default, a 1.32 server)."""
-    minor, _ = _minor_patch(server_version)
+    minor, _ = minor_patch(server_version)
     if minor is None:
         minor = 32
     if minor < 26:
@@ -173,7 +186,7 @@ def aggregator_has_accept_defect(options: dict[str, Any]) -> bool:
     explicit = options.get("aggregated_discovery_defect")
     if isinstance(explicit, bool):
         return explicit
-    minor, patch = _minor_patch(options.get("server_version"))
+    minor, patch = minor_patch(options.get("server_version"))
     if patch is None:
         return False
     return (minor == 27 and patch < 6) or (minor == 28 and patch < 2)

@@ -33,6 +33,9 @@ class ResourceType:
     aggregated: bool = False
     # the store of another type that holds these objects (events.k8s.io Events live in core's)
     storage: tuple[str, str] | None = None
+    # the first minor release of Kubernetes that serves it (0: every release the emulator plays);
+    # an emulator whose option `server_version` is older does not serve it
+    since_minor: int = 0
 
     @property
     def group_version(self) -> str:
@@ -331,6 +334,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         namespaced=True,
         short_names=("ev",),
         storage=("", "events"),
+        since_minor=19,
     ),
 )
 
