@@ -185,6 +185,10 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     )
     gc.freeze()  # everything imported and built so far lives as long as the process: keep it out of the GC's way
     scheduler = scheduling.start(jobs)
+
+    def alive() -> list[str]:  # /healthz: what the process cannot do without
+        return [*scheduling.problems(scheduler), *answering.problems(), *remediation.problems()]
+
     try:
         serve(
             door,
@@ -192,6 +196,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             app_token=app_token,
             ping_interval=settings.socket_ping_seconds,
             stale_after=settings.socket_stale_seconds,
+            alive=alive,
         )
     finally:
         scheduling.stop(scheduler)
@@ -454,7 +459,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nsstuck {__version__}")
     parser.add_argument(
-        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity"
+        "--log-level",
+        default=None,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log verbosity (default: $NSSTUCK_LOG_LEVEL, else INFO for serve and WARNING for the others); "
+        "NSSTUCK_LOG_FORMAT=json makes every log line one JSON object",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -621,14 +630,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _set_up_logging(args: argparse.Namespace, err: TextIO) -> None:
+    """--log-level, NSSTUCK_LOG_LEVEL, NSSTUCK_LOG_FORMAT (bot.logs): serve says what it does at INFO."""
+    from bot import logs
+
+    try:
+        level, fmt = logs.resolve(
+            os.environ, flag=args.log_level, default_level="INFO" if args.command == "serve" else "WARNING"
+        )
+    except logs.LogSettingError as e:
+        raise ConfigError("environment", e.variable, str(e)) from None
+    logs.setup(level, fmt, err)
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler: Handler = args.handler
     try:
+        _set_up_logging(args, err)
         return handler(args, Context(args, out, err))
     except ConfigError as e:
         print(f"nsstuck: config error: {e}", file=err)

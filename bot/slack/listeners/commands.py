@@ -7,12 +7,14 @@ nothing.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
 
 from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
+from bot.logs import bind, log_context
 from bot.services.answering import Answering, DiagnosisQueueFull
 from bot.services.history import history
 from bot.services.limiting import CommandLimits
@@ -21,6 +23,8 @@ from bot.settings import AppConfig
 from bot.slack import history_blocks, parsing
 from bot.slack.text import code, escape
 from bot.store.database import Database
+
+log = logging.getLogger(__name__)
 
 
 class _Asker:
@@ -53,11 +57,17 @@ class CommandListener:
         app.command("/nsstuck")(self.on_command)
 
     def on_command(self, ack: Ack, command: dict[str, Any], respond: Respond) -> None:
+        with log_context(slack_user=str(command.get("user_id") or "")):
+            self._on_command(ack, command, respond)
+
+    def _on_command(self, ack: Ack, command: dict[str, Any], respond: Respond) -> None:
         config = self.config
         parsed = parsing.parse(str(command.get("text") or ""), config.cluster_names)
         kind = type(parsed).__name__.lower()
         self.metrics.commands.labels(kind=kind).inc()
         user = str(command.get("user_id") or "")
+        bind(cluster=getattr(parsed, "cluster", None), namespace=getattr(parsed, "namespace", None))
+        log.info("command /nsstuck (%s) in channel %s", kind, str(command.get("channel_id") or "?"))
         over = self.limits.refusal(user, str(command.get("channel_id") or ""))
         if over is not None:
             self.metrics.commands_refused.labels(reason=f"{over}_rate").inc()
