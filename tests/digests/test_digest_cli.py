@@ -61,6 +61,9 @@ def test_a_run_posts_to_slack_and_the_next_one_remembers_it(
     assert "digest posted to C0123ABCD: 1 stuck" in result.stdout
     [message] = slack_emulator.channel_messages(OPS_CHANNEL)
     assert "Newly stuck since the last digest" in slack_emulator.render(message)
+    # its links to the incidents' threads are not unfurled (the request as the emulator received it)
+    [post] = slack_emulator.calls("chat.postMessage")
+    assert (post.params.get("unfurl_links"), post.params.get("unfurl_media")) == (False, False)
     (tmp_path / "now").write_text("2026-11-23T11:00:00Z")
     run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, env=env)
     latest = slack_emulator.channel_messages(OPS_CHANNEL)[-1]

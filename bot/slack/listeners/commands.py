@@ -94,7 +94,8 @@ class CommandListener:
             found = history(self.db, cluster=parsed.cluster, namespace=parsed.namespace, within=within)
             workspace = history_blocks.workspace_url(str(command.get("team_domain") or "") or None)
             message = history_blocks.history_message(found, workspace=workspace)
-            ack(text=message.text, blocks=list(message.blocks))
+            # links to the incidents' threads: no preview of each
+            ack(text=message.text, blocks=list(message.blocks), unfurl_links=False, unfurl_media=False)
             return
         cluster = config.require_cluster(parsed.cluster)
         if not cluster.allows(channel):
