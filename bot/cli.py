@@ -99,9 +99,21 @@ def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+SLACK_HINT = """\
+nsstuck serve needs the Slack app's credentials in the environment:
+  SLACK_BOT_TOKEN       the Bot User OAuth Token (xoxb-...): your app's settings, Install App
+  SLACK_SIGNING_SECRET  HTTP mode: the Signing Secret: your app's settings, Basic Information
+  SLACK_APP_TOKEN       or, for Socket Mode instead, an app-level token (xapp-...) with connections:write
+How to create the app from slack/manifest.yaml: README, "From nothing to a working bot in your workspace".
+To see the whole product without Slack or a cluster first: make demo
+"""
+
+
 def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     settings = ctx.settings
     config = ctx.config
+    if settings.slack_bot_token is None or (settings.slack_app_token is None and settings.slack_signing_secret is None):
+        ctx.err.write(SLACK_HINT)  # then the one line that says what is missing
     if settings.slack_bot_token is None:
         raise ConfigError("environment", "SLACK_BOT_TOKEN", "required by serve (the bot token, xoxb-...)")
     if settings.slack_app_token is None and settings.slack_signing_secret is None:
