@@ -80,8 +80,20 @@ def test_a_remediation_through_slack_logs_one_json_line_per_step_with_its_contex
     # the libraries' lines are JSON too, and those logged inside a step carry its context: slack_sdk's
     # calls while the approval is decided (who BOB is, the approver group's members)
     calls = [r for r in records if r["logger"] == "slack_sdk.web.base_client" and r.get("request_id")]
-    assert calls, "no slack_sdk line inside the approval"
-    assert all(r.items() >= {"request_id": str(request["id"]), "slack_user": BOB}.items() for r in calls), calls
+    assert {r["request_id"] for r in calls} == {str(request["id"])}
+    assert [r for r in calls if r.get("slack_user") == BOB], "no slack_sdk line inside the approval"
+    assert [r for r in calls if r.get("slack_user") == ALICE], "no slack_sdk line for the request's message"
+    # and the report's posts, sent by the pacer's thread for the channel, carry the run's context
+    report_posts = [
+        r
+        for r in records
+        if r["logger"] == "slack_sdk.web.base_client"
+        and "chat.postMessage" in r["message"]
+        and r.get("run_id") == str(run_id)
+    ]
+    assert report_posts, "no chat.postMessage line with the run's context"
+    astray = [r for r in report_posts if not r.items() >= {**where, "slack_user": ALICE}.items()]
+    assert not astray, astray
     assert {r["logger"].split(".")[0] for r in records} >= {"bot", "slack_sdk", "slack_bolt", "apscheduler"}
     # a context field is never made up: lines of the start-up carry none
     assert not {"cluster", "request_id", "slack_user"} & _one(records, "bot.slack.server", "nsstuck serving").keys()
