@@ -23,6 +23,7 @@ from bot.errors import ConfigError, NsstuckError, UserError
 from bot.settings import AppConfig, Settings, load_config, load_settings
 
 if TYPE_CHECKING:
+    from bot.domain.findings import Diagnosis
     from bot.kube.connecting import ClusterTarget
     from bot.store.database import Database
     from bot.store.migrating import MigrationTarget
@@ -251,8 +252,8 @@ def cmd_db_current(args: argparse.Namespace, ctx: Context) -> int:
     target = _migration_target(ctx)
     current = migrating.current_revision(target.url, variable=target.variable)
     head = migrating.head_revision()
-    ctx.print(f"current: {current or 'none (empty database)'}")
-    ctx.print(f"head: {head}")
+    data = {"schema": "nsstuck.db/v1", "current": current, "head": head, "at_head": current == head}
+    _emit(ctx, args, data, lambda: f"current: {current or 'none (empty database)'}\nhead: {head}\n")
     return 0 if current == head else 1
 
 
@@ -293,11 +294,23 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     target = _select_cluster(args, ctx)
     options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout))
     result = diagnose_namespace(target, args.namespace, options=options)
-    if args.json:
-        ctx.print(json.dumps(result.diagnosis.to_json(), indent=2))
-    else:
-        ctx.out.write(render_text(result.diagnosis))
+    diagnosis = result.diagnosis
+    _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis))
+    if args.exit_code and is_stuck(diagnosis):
+        return STUCK
     return 0
+
+
+STUCK = 4  # `diagnose --exit-code`: terminating, and a finding holds it
+
+
+def is_stuck(diagnosis: Diagnosis) -> bool:
+    """Terminating, with a blocking finding; content still being deleted normally is not stuck."""
+    from bot.domain.findings import Cause, NamespaceState
+
+    return diagnosis.state is NamespaceState.TERMINATING and any(
+        f.blocking and f.cause is not Cause.CONTENT_DELETING for f in diagnosis.findings
+    )
 
 
 def _migrated_database(ctx: Context) -> Database:
@@ -328,10 +341,7 @@ def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
         result = history(db, cluster=args.cluster, namespace=args.namespace, open_only=args.open, limit=args.limit)
     finally:
         db.dispose()
-    if args.json:
-        ctx.print(json.dumps(result.to_json(), indent=2))
-    else:
-        ctx.out.write(render_text(result))
+    _emit(ctx, args, result.to_json(), lambda: render_text(result))
     return 0
 
 
@@ -344,8 +354,20 @@ def cmd_audit_verify(args: argparse.Namespace, ctx: Context) -> int:
         report = verify(db, expect_head=expect)
     finally:
         db.dispose()
-    for line in report.lines():
-        ctx.print(line)
+    expected = report.expected
+    data = {
+        "schema": "nsstuck.audit-verify/v1",
+        "intact": report.intact,
+        "entries": report.entries,
+        "head": {"seq": report.head_seq, "hash": report.head_hash},
+        "backups": report.backups,
+        "problem_count": report.problem_count,
+        "problems": list(report.problems),
+        "expected": None
+        if expected is None
+        else {"prefix": expected.prefix, "seq": expected.seq, "hash": expected.hash, "reached": expected.reached},
+    }
+    _emit(ctx, args, data, lambda: "".join(f"{line}\n" for line in report.lines()))
     return 0 if report.intact else 1
 
 
@@ -366,7 +388,8 @@ def cmd_audit_export(args: argparse.Namespace, ctx: Context) -> int:
         raise UserError("--request must be a positive request id")
     db = _migrated_database(ctx)
     try:
-        for chunk in export(db, "csv" if args.csv else "json", since=since, request=args.request):
+        fmt = "csv" if args.csv or args.output == "csv" else "json"
+        for chunk in export(db, fmt, since=since, request=args.request):
             ctx.out.write(chunk)
         ctx.out.flush()
     except BrokenPipeError:  # the reader stopped early (`| head`): not an error worth a traceback
@@ -386,7 +409,12 @@ def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
         backup = load_backup(db, args.id)
     finally:
         db.dispose()
-    ctx.out.write(render_backup(backup, raw=args.raw))
+    if args.output == "yaml":
+        ctx.out.write(render_backup(backup, raw=args.raw))
+    else:
+        from bot.services.auditing import backup_document
+
+        ctx.print(json.dumps(backup_document(backup, raw=args.raw), indent=2))
     if not backup.intact:
         print(f"nsstuck: backup {backup.id} does not match its sha256: it was changed after it was taken", file=ctx.err)
         return 1
@@ -419,7 +447,7 @@ def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
         for channel in channels:
             digest = run_now(db, config, clusters, channel=channel, now=clock(), poster=poster)
             if args.dry_run:
-                ctx.out.write(render_text(digest))
+                _emit(ctx, args, digest.to_json(), lambda d=digest: render_text(d))  # type: ignore[misc]
             else:
                 ctx.print(f"digest posted to {channel}: {digest.stuck} stuck")
     finally:
@@ -527,12 +555,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="diagnose one namespace and print the report",
         description="Diagnose one namespace: root cause, evidence, blocking objects, ranked remedies. "
         "Exit 0 when a report is produced (whatever it says), 2 on usage or config errors, "
-        "3 when the cluster is unreachable or refuses the credentials.",
+        "3 when the cluster is unreachable or refuses the credentials; with --exit-code 4 when it is stuck.",
     )
     diagnose.add_argument("namespace", metavar="NAMESPACE")
     _add_cluster_options(diagnose)
-    diagnose.add_argument("--json", action="store_true", help="print the JSON report (schema nsstuck.diagnosis/v1)")
+    _add_output_options(diagnose, schema="nsstuck.diagnosis/v1")
     diagnose.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="overall deadline")
+    diagnose.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit 4 when the namespace is terminating and a finding blocks it, 0 when it is not stuck "
+        "(content still being deleted normally is not stuck); 2 and 3 as always",
+    )
     diagnose.set_defaults(handler=cmd_diagnose)
 
     db = commands.add_parser("db", help="database schema migrations", description="Database schema migrations.")
@@ -555,13 +589,14 @@ def build_parser() -> argparse.ArgumentParser:
     current = db_commands.add_parser(
         "current", help="show the schema revision", description="Show the revision; exit 1 if not at head."
     )
+    _add_output_options(current, schema="nsstuck.db/v1")
     current.set_defaults(handler=cmd_db_current)
 
     history = commands.add_parser("history", help="list incidents", description="List incidents, open first.")
     history.add_argument("--cluster", metavar="NAME")
     history.add_argument("--namespace", metavar="NAME")
     history.add_argument("--open", action="store_true", help="only open incidents")
-    history.add_argument("--json", action="store_true", help="print JSON (schema nsstuck.history/v1)")
+    _add_output_options(history, schema="nsstuck.history/v1")
     history.add_argument("--limit", type=int, default=20, metavar="N", help="at most N incidents (default 20)")
     history.set_defaults(handler=cmd_history)
 
@@ -573,6 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     digest_run.add_argument("--channel", metavar="ID", help="the digest's channel (default: every digest)")
     digest_run.add_argument("--dry-run", action="store_true", help="print the digest instead of posting it")
+    _add_output_options(digest_run, schema="nsstuck.digest/v1, with --dry-run")
     digest_run.set_defaults(handler=cmd_digest_run)
 
     audit = commands.add_parser(
@@ -602,6 +638,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = export.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON document (the default)")
     fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+    fmt.add_argument("-o", "--output", choices=("json", "csv"), help="the same as --json or --csv")
     export.add_argument(
         "--since",
         metavar="ISO-TIME",
@@ -628,6 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hold an entry with it and be unbroken up to it (a prefix that several entries share counts "
         "as found, and the chain must be unbroken up to the last of them)",
     )
+    _add_output_options(verify, schema="nsstuck.audit-verify/v1")
     verify.set_defaults(handler=cmd_audit_verify)
 
     backup = commands.add_parser(
@@ -651,6 +689,13 @@ def build_parser() -> argparse.ArgumentParser:
         "id", type=int, metavar="ID", help="the backup's id (the audit trail's backed_up entries list them)"
     )
     show.add_argument("--raw", action="store_true", help="the object exactly as it was read")
+    show.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help="YAML after the comment lines (default), or the object alone as JSON",
+    )
     show.set_defaults(handler=cmd_backup_show)
 
     clusters = commands.add_parser("clusters", help="registered clusters", description="Registered clusters.")

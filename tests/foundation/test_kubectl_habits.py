@@ -1,0 +1,106 @@
+"""kubectl habits (issue 24 §2), through the console script against the Kubernetes emulator:
+`-o text|json|yaml` (`--json` a synonym of `-o json`), `diagnose --exit-code`."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi.clock import FakeClock
+from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.foundation.test_config import run_nsstuck
+
+STUCK = ("seed000-metrics-missing-endpoints", "ack-system-e2e-test-0")
+
+
+def scenario(emu: Emulator, tmp_path: Path, name: str) -> Path:
+    apply_scenario(emu, name)
+    return emu.write_kubeconfig(tmp_path / "kubeconfig")
+
+
+def test_diagnose_prints_text_json_and_yaml_alike(kube_emulator: Emulator, tmp_path: Path) -> None:
+    kubeconfig = scenario(kube_emulator, tmp_path, STUCK[0])
+    base = ("diagnose", STUCK[1], "--kubeconfig", str(kubeconfig))
+    as_json = run_nsstuck(*base, "-o", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert report["schema"] == "nsstuck.diagnosis/v1"
+    assert report["state"] == "terminating"
+    as_yaml = run_nsstuck(*base, "-o", "yaml")
+    assert yaml.safe_load(as_yaml.stdout)["findings"] == report["findings"]
+    synonym = run_nsstuck(*base, "--json")
+    assert json.loads(synonym.stdout)["findings"] == report["findings"]
+    text = run_nsstuck(*base, "-o", "text")
+    assert text.returncode == 0
+    assert not text.stdout.lstrip().startswith("{")
+    assert report["findings"][0]["cause"] in text.stdout or "APIService" in text.stdout
+    bad = run_nsstuck(*base, "-o", "xml")
+    assert bad.returncode == 2
+    assert "invalid choice" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "namespace", "code"),
+    [
+        (*STUCK, 4),
+        ("content-deleting", "web-frontend", 0),  # content_deleting alone: not stuck
+        ("healthy-active", "shop", 0),
+    ],
+)
+def test_diagnose_exit_code(tmp_path: Path, name: str, namespace: str, code: int) -> None:
+    # the console script reads the real clock: the emulator's stands at the present, so that pods
+    # inside their grace period are seen as such
+    with Emulator(clock=FakeClock(datetime.now(UTC)), seed=0) as emu:
+        kubeconfig = scenario(emu, tmp_path, name)
+        _exit_code(kubeconfig, name, namespace, code)
+
+
+def _exit_code(kubeconfig: Path, name: str, namespace: str, code: int) -> None:
+    done = run_nsstuck("diagnose", namespace, "--kubeconfig", str(kubeconfig), "--exit-code", "-o", "json")
+    assert done.returncode == code, done.stderr
+    report = json.loads(done.stdout)
+    if name == "content-deleting":
+        assert {f["cause"] for f in report["findings"]} == {"content_deleting"}
+    # without --exit-code a report is 0 whatever it says
+    assert run_nsstuck("diagnose", namespace, "--kubeconfig", str(kubeconfig)).returncode == 0
+
+
+def test_diagnose_exit_code_keeps_2_and_3(kube_emulator: Emulator, tmp_path: Path) -> None:
+    assert run_nsstuck("diagnose", "Bad_Name", "--exit-code", "--kubeconfig", "x").returncode == 2
+    gone = tmp_path / "gone"
+    gone.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    done = run_nsstuck("diagnose", "ns", "--exit-code", "--kubeconfig", str(gone), "--timeout", "3")
+    assert done.returncode == 3, done.stderr
+
+
+def test_history_and_db_current_take_o(tmp_path: Path) -> None:
+    env = {"NSSTUCK_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}"}
+    assert run_nsstuck("db", "upgrade", env=env).returncode == 0
+    current = run_nsstuck("db", "current", "-o", "json", env=env)
+    assert current.returncode == 0
+    data = json.loads(current.stdout)
+    assert data["at_head"] is True
+    assert data["current"] == data["head"]
+    history = run_nsstuck("history", "-o", "yaml", env=env)
+    assert history.returncode == 0
+    assert yaml.safe_load(history.stdout)["schema"] == "nsstuck.history/v1"
+    assert json.loads(run_nsstuck("history", "--json", env=env).stdout)["schema"] == "nsstuck.history/v1"
+    verify = run_nsstuck("audit", "verify", "-o", "json", env=env)
+    assert verify.returncode == 0
+    assert json.loads(verify.stdout)["intact"] is True
