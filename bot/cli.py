@@ -258,28 +258,25 @@ def cmd_db_current(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
-    """The cluster named by the selection options (contract §1), checked before anything connects."""
-    from bot.kube.connecting import ClusterTarget, current_context
+    """The cluster named by the selection options (contract §1), checked before anything connects:
+    `--cluster NAME` from the config file, else the kubeconfig found the way kubectl finds it
+    (`--kubeconfig`, else `$KUBECONFIG`, a path list, else `~/.kube/config`) with its current context
+    or `--context`, whether or not the config file lists clusters."""
+    from bot.kube.connecting import ClusterTarget, current_context, joined, kubeconfig_paths
     from bot.kube.registry import ClusterRegistry
 
     if args.cluster and args.kubeconfig:
         raise UserError("use either --cluster NAME or --kubeconfig PATH, not both")
-    if args.context and not args.kubeconfig:
-        raise UserError("--context goes with --kubeconfig")
+    if args.cluster and args.context:
+        raise UserError("use either --cluster NAME (its context is in the config file) or --context NAME, not both")
     if args.cluster:
         cluster = ctx.config.require_cluster(args.cluster)  # unknown: said with the closest registered name
         return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(cluster.cluster_name)
-    if args.kubeconfig:
-        if not Path(args.kubeconfig).is_file():
-            raise UserError(f"kubeconfig {args.kubeconfig!r} does not exist or is not a file")
-        kubeconfig = Path(args.kubeconfig)
-        name = ClusterName(args.context or current_context(kubeconfig) or kubeconfig.name)
-        return ClusterTarget(name=name, kubeconfig=kubeconfig, context=args.context)
-    if len(ctx.config.clusters) == 1:
-        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(ctx.config.clusters[0].cluster_name)
-    if ctx.config.clusters:
-        raise UserError(f"name a cluster with --cluster ({', '.join(ctx.config.cluster_names)})")
-    raise UserError("no cluster: pass --cluster NAME (from the config file) or --kubeconfig PATH")
+    paths = kubeconfig_paths(args.kubeconfig, os.environ)
+    kubeconfig = paths[0] if len(paths) == 1 else joined(paths)
+    context = args.context or current_context(kubeconfig)
+    name = ClusterName(context or paths[0].name)
+    return ClusterTarget(name=name, kubeconfig=kubeconfig, context=context)
 
 
 def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
@@ -521,8 +518,12 @@ def _emit(ctx: Context, args: argparse.Namespace, data: Any, text: Callable[[], 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("cluster selection")
     group.add_argument("--cluster", metavar="NAME", help="a cluster registered in the config file")
-    group.add_argument("--kubeconfig", metavar="PATH", help="an ad-hoc cluster from this kubeconfig")
-    group.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: current)")
+    group.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="without --cluster: this kubeconfig (default, as kubectl: $KUBECONFIG, else ~/.kube/config)",
+    )
+    group.add_argument("--context", metavar="NAME", help="the kubeconfig's context (default: its current context)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -104,3 +104,78 @@ def test_history_and_db_current_take_o(tmp_path: Path) -> None:
     verify = run_nsstuck("audit", "verify", "-o", "json", env=env)
     assert verify.returncode == 0
     assert json.loads(verify.stdout)["intact"] is True
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding the cluster the way kubectl does
+
+
+def _kubeconfig_env(tmp_path: Path, **more: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"HOME": str(home), "NSSTUCK_CONFIG": str(tmp_path / "absent.yaml"), **more}
+
+
+def _cluster_of(done: object) -> str:
+    import subprocess
+
+    assert isinstance(done, subprocess.CompletedProcess)
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["cluster"])
+
+
+def test_diagnose_finds_the_cluster_as_kubectl_does(kube_emulator: Emulator, tmp_path: Path) -> None:
+    apply_scenario(kube_emulator, STUCK[0])
+    ns = STUCK[1]
+    env = _kubeconfig_env(tmp_path)
+    # nothing at all: one line that says where it looked
+    none = run_nsstuck("diagnose", ns, env=env)
+    assert none.returncode == 2
+    assert ".kube/config" in none.stderr
+    assert "--kubeconfig" in none.stderr
+    # ~/.kube/config, its current context
+    kube_emulator.write_kubeconfig(Path(env["HOME"]) / ".kube" / "config", context="home-ctx")
+    assert _cluster_of(run_nsstuck("diagnose", ns, "-o", "json", env=env)) == "home-ctx"
+    # $KUBECONFIG wins over it: a path list, merged (a missing file is skipped, as kubectl does); the
+    # first file's current context, and --context alone picks another context of the merged files
+    first = kube_emulator.write_kubeconfig(tmp_path / "a.kubeconfig", context="ctx-a")
+    second = kube_emulator.write_kubeconfig(tmp_path / "b.kubeconfig", context="ctx-b")
+    listed = f"{tmp_path / 'missing'}:{first}:{second}"
+    env_list = {**env, "KUBECONFIG": listed}
+    assert _cluster_of(run_nsstuck("diagnose", ns, "-o", "json", env=env_list)) == "ctx-a"
+    assert _cluster_of(run_nsstuck("diagnose", ns, "--context", "ctx-b", "-o", "json", env=env_list)) == "ctx-b"
+    # kubectl agrees on the current context of the merged files
+    import subprocess
+
+    seen = subprocess.run(
+        ["kubectl", "config", "current-context"],
+        env={**env_list, "PATH": "/usr/local/bin:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert seen.stdout.strip() == "ctx-a"
+    unknown = run_nsstuck("diagnose", ns, "--context", "nope", env=env_list)
+    assert unknown.returncode == 2
+    assert "nope" in unknown.stderr
+    # --kubeconfig wins over $KUBECONFIG
+    assert _cluster_of(run_nsstuck("diagnose", ns, "--kubeconfig", str(second), "-o", "json", env=env_list)) == "ctx-b"
+    # $KUBECONFIG naming no file that exists: said, not a silent fallback to ~/.kube/config
+    gone = run_nsstuck("diagnose", ns, env={**env, "KUBECONFIG": str(tmp_path / "missing")})
+    assert gone.returncode == 2
+    assert "KUBECONFIG" in gone.stderr
+
+
+def test_a_config_file_with_one_cluster_is_no_longer_the_default(kube_emulator: Emulator, tmp_path: Path) -> None:
+    # the migration note of the README: without --cluster, the kubeconfig is used even when the config
+    # file registers clusters (one or several); --cluster NAME still picks a registered one
+    apply_scenario(kube_emulator, STUCK[0])
+    registered = kube_emulator.write_kubeconfig(tmp_path / "registered.kubeconfig", context="reg")
+    config = tmp_path / "nsstuck.yaml"
+    config.write_text(f"clusters:\n  - name: prod-eu\n    kubeconfig: {registered}\n")
+    env = {**_kubeconfig_env(tmp_path), "NSSTUCK_CONFIG": str(config)}
+    kube_emulator.write_kubeconfig(Path(env["HOME"]) / ".kube" / "config", context="mine")
+    assert _cluster_of(run_nsstuck("diagnose", STUCK[1], "-o", "json", env=env)) == "mine"
+    assert _cluster_of(run_nsstuck("diagnose", STUCK[1], "--cluster", "prod-eu", "-o", "json", env=env)) == "prod-eu"
+    both = run_nsstuck("diagnose", STUCK[1], "--cluster", "prod-eu", "--context", "mine", env=env)
+    assert both.returncode == 2
