@@ -73,24 +73,68 @@ class Context:
 
 
 def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
-    settings = ctx.settings
-    config = ctx.config
+    """Every problem of the environment and the config file at once, each on its own line."""
+    from bot.settings import DEFAULT_CONFIG_PATH, config_problems, settings_problems
     from bot.store.database import redact_url  # the store is only needed by this branch
 
-    ctx.print(f"config: {ctx.config_path} is valid")
-    ctx.print(f"database: {redact_url(settings.database_url)}")
-    if settings.migration_database_url:
-        ctx.print(f"migrations: {redact_url(settings.migration_database_url)}")
-    ctx.print(f"clusters: {', '.join(config.cluster_names) if config.clusters else 'none'}")
-    for digest in config.digests:
-        scope = ", ".join(digest.clusters) if digest.clusters else "all clusters"
-        ctx.print(f"digest: {digest.channel} at '{digest.schedule}' {digest.timezone} ({scope})")
-    mode = "socket mode" if settings.slack_app_token else "HTTP mode"
-    ready = settings.slack_bot_token is not None and (
-        settings.slack_app_token is not None or settings.slack_signing_secret is not None
+    settings, problems = settings_problems()
+    explicit: Path | None = args.config
+    path = explicit or (
+        settings.config_path if settings else Path(os.environ.get("NSSTUCK_CONFIG") or DEFAULT_CONFIG_PATH)
     )
-    ctx.print(f"slack: {mode}, {'credentials set' if ready else 'credentials missing'}")
-    return 0
+    default = explicit is None and path == DEFAULT_CONFIG_PATH
+    exists = path.exists()
+    config, file_problems = config_problems(path, required=not default)
+    problems += file_problems
+    data: dict[str, Any] = {
+        "schema": "nsstuck.config-check/v1",
+        "valid": not problems,
+        "problems": [str(p) for p in problems],
+        "config": {"path": str(path), "exists": exists, "default": default},
+    }
+    lines: list[str] = []
+    if not exists and default:
+        lines.append(f"config: no config file at {path} (the default path): no clusters are registered")
+    elif config is not None:
+        lines.append(f"config: {path} is valid")
+    if settings is not None:
+        data["database"] = redact_url(settings.database_url)
+        lines.append(f"database: {data['database']}")
+        if settings.migration_database_url:
+            lines.append(f"migrations: {redact_url(settings.migration_database_url)}")
+    if config is not None:
+        data["clusters"] = config.cluster_names
+        lines.append(f"clusters: {', '.join(config.cluster_names) if config.clusters else 'none'}")
+        data["digests"] = []
+        for digest in config.digests:
+            scope = ", ".join(digest.clusters) if digest.clusters else "all clusters"
+            data["digests"].append(
+                {"channel": digest.channel, "schedule": digest.schedule, "clusters": list(digest.clusters)}
+            )
+            lines.append(f"digest: {digest.channel} at '{digest.schedule}' {digest.timezone} ({scope})")
+    if settings is not None:
+        lines.append(_slack_line(settings, data))
+    if args.output != "text":
+        _emit(ctx, args, data, str)
+    else:
+        for line in [] if problems else lines:  # invalid: the problems alone, on stderr
+            ctx.print(line)
+        for problem in problems:
+            print(f"nsstuck: config error: {problem}", file=ctx.err)
+    return 2 if problems else 0
+
+
+def _slack_line(settings: Settings, data: dict[str, Any]) -> str:
+    """What `nsstuck serve` would find of Slack's variables, each missing one named."""
+    socket = settings.slack_app_token is not None
+    missing = [] if settings.slack_bot_token is not None else ["SLACK_BOT_TOKEN (the bot token, xoxb-...)"]
+    if not socket and settings.slack_signing_secret is None:
+        missing.append("SLACK_SIGNING_SECRET (HTTP mode; or SLACK_APP_TOKEN, xapp-..., for Socket Mode)")
+    data["slack"] = {"mode": "socket" if socket else "http", "missing": [m.split(" ")[0] for m in missing]}
+    mode = "socket mode" if socket else "HTTP mode"
+    if missing:
+        return f"slack: {mode}, not set for nsstuck serve: {'; '.join(missing)}"
+    return f"slack: {mode}, credentials set"
 
 
 SLACK_HINT = """\
@@ -725,9 +769,12 @@ def build_parser() -> argparse.ArgumentParser:
     config_check = config_commands.add_parser(
         "check",
         help="validate the environment and the config file",
-        description="Validate the environment and the config file; exit 0 valid, 2 invalid.",
+        description="Validate the environment and the config file, and report every problem at once (an "
+        "unknown key with the nearest known one); say when there is no config file and which Slack "
+        "variables nsstuck serve would miss. Exit 0 valid, 2 invalid.",
     )
     config_check.add_argument("--config", type=Path, metavar="PATH", help="the file (default: $NSSTUCK_CONFIG)")
+    _add_output_options(config_check, schema="nsstuck.config-check/v1")
     config_check.set_defaults(handler=cmd_config_check)
     return parser
 

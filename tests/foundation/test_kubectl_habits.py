@@ -179,3 +179,77 @@ def test_a_config_file_with_one_cluster_is_no_longer_the_default(kube_emulator: 
     assert _cluster_of(run_nsstuck("diagnose", STUCK[1], "--cluster", "prod-eu", "-o", "json", env=env)) == "prod-eu"
     both = run_nsstuck("diagnose", STUCK[1], "--cluster", "prod-eu", "--context", "mine", env=env)
     assert both.returncode == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# config check
+
+
+def test_config_check_reports_every_problem_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "nsstuck.yaml"
+    path.write_text(
+        "clusters:\n"
+        "  - name: prod-eu\n"
+        f"    kubeconfig: {tmp_path / 'missing-a'}\n"
+        "    chanels: [C0123ABCD]\n"  # a typo: channels
+        "    required_approvals: 0\n"
+        "  - name: staging\n"
+        "    in_cluster: true\n"
+        "    act_as_aprover: true\n"  # a typo: act_as_approver
+        "digest:\n"  # a typo: digests
+        "  - channel: C0123ABCD\n"
+    )
+    done = run_nsstuck("config", "check", "--config", str(path), env={"NSSTUCK_HTTP_PORT": "eighty"})
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert all(line.startswith("nsstuck: config error: ") for line in lines), lines
+    joined = "\n".join(lines)
+    assert "more problem" not in joined
+    assert "environment: NSSTUCK_HTTP_PORT" in joined
+    assert "eighty" not in joined
+    assert "clusters[0].chanels (line 4): unknown key (did you mean channels?)" in joined
+    assert "clusters[0].required_approvals (line 5)" in joined
+    assert "clusters[1].act_as_aprover (line 8): unknown key (did you mean act_as_approver?)" in joined
+    assert "digest (line 9): unknown key (did you mean digests?)" in joined
+    assert len(lines) == 5, lines
+    as_json = run_nsstuck("config", "check", "--config", str(path), "-o", "json")
+    assert as_json.returncode == 2
+    assert len(json.loads(as_json.stdout)["problems"]) == 4
+
+
+def test_config_check_names_every_kubeconfig_that_is_missing(tmp_path: Path) -> None:
+    path = tmp_path / "nsstuck.yaml"
+    path.write_text(
+        f"clusters:\n  - name: a\n    kubeconfig: {tmp_path / 'ka'}\n  - name: b\n    kubeconfig: {tmp_path / 'kb'}\n"
+    )
+    done = run_nsstuck("config", "check", "--config", str(path))
+    assert done.returncode == 2
+    assert [("clusters[0]" in line, "clusters[1]" in line) for line in done.stderr.strip().splitlines()] == [
+        (True, False),
+        (False, True),
+    ]
+
+
+def test_config_check_says_when_there_is_no_file_and_names_each_slack_variable(tmp_path: Path) -> None:
+    from tests.foundation.test_config import REPO
+
+    done = run_nsstuck("config", "check", cwd=tmp_path, env={"PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert "config: no config file at config/nsstuck.yaml (the default path): no clusters are registered" in done.stdout
+    slack = next(line for line in done.stdout.splitlines() if line.startswith("slack:"))
+    assert "SLACK_BOT_TOKEN" in slack
+    assert "SLACK_SIGNING_SECRET" in slack
+    only_secret = run_nsstuck(
+        "config", "check", cwd=tmp_path, env={"PYTHONPATH": str(REPO), "SLACK_BOT_TOKEN": "xoxb-1"}
+    )
+    slack = next(line for line in only_secret.stdout.splitlines() if line.startswith("slack:"))
+    assert "SLACK_BOT_TOKEN" not in slack
+    assert "SLACK_SIGNING_SECRET" in slack
+    assert "xoxb-1" not in only_secret.stdout
+    as_json = run_nsstuck(
+        "config", "check", "-o", "json", cwd=tmp_path, env={"PYTHONPATH": str(REPO), "SLACK_APP_TOKEN": "xapp-1"}
+    )
+    data = json.loads(as_json.stdout)
+    assert data["config"] == {"path": "config/nsstuck.yaml", "exists": False, "default": True}
+    assert data["slack"] == {"mode": "socket", "missing": ["SLACK_BOT_TOKEN"]}
