@@ -531,6 +531,66 @@ def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
     return report.exit_code
 
 
+def cmd_completion(args: argparse.Namespace, ctx: Context) -> int:
+    ctx.out.write(completion_script(build_parser(), args.shell))
+    return 0
+
+
+def _completion_table(parser: argparse.ArgumentParser, path: str = "nsstuck") -> dict[str, list[str]]:
+    """Per command path ("nsstuck", "nsstuck db upgrade"...): the words that may come next (its
+    commands and options); per "path OPTION": the option's choices."""
+    table: dict[str, list[str]] = {path: []}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                table[path].append(name)
+                table.update(_completion_table(sub, f"{path} {name}"))
+        else:
+            table[path] += [o for o in action.option_strings if o.startswith("--") or len(action.option_strings) == 1]
+            if action.choices and not action.option_strings:  # a positional argument's choices
+                table[path] += [str(c) for c in action.choices]
+            if action.choices and action.option_strings:
+                for option in action.option_strings:
+                    table[f"{path} {option}"] = [str(c) for c in action.choices]
+    return table
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """A completion script for bash (zsh runs it through bashcompinit) for nsstuck and kubectl-nsstuck."""
+    table = _completion_table(parser)
+    entries = "\n".join(f"    [{json.dumps(key)}]={json.dumps(' '.join(words))}" for key, words in table.items())
+    body = f"""_nsstuck_words=(
+{entries}
+)
+
+_nsstuck() {{
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="" path="nsstuck" word i
+    (( COMP_CWORD > 0 )) && prev="${{COMP_WORDS[COMP_CWORD-1]}}"
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        word="${{COMP_WORDS[i]}}"
+        [[ "$word" == -* ]] && continue
+        if [[ -n "${{_nsstuck_words[$path $word]+x}}" ]]; then
+            path="$path $word"
+        fi
+    done
+    if [[ "$prev" == -* && -n "${{_nsstuck_words[$path $prev]+x}}" ]]; then
+        COMPREPLY=( $(compgen -W "${{_nsstuck_words[$path $prev]}}" -- "$cur") )
+        return 0
+    fi
+    COMPREPLY=( $(compgen -W "${{_nsstuck_words[$path]}}" -- "$cur") )
+}}
+complete -F _nsstuck nsstuck kubectl-nsstuck
+"""
+    if shell == "zsh":
+        return (
+            "#compdef nsstuck kubectl-nsstuck\n"
+            "# nsstuck completion for zsh: the bash completion, through zsh's bashcompinit\n"
+            "autoload -U +X bashcompinit && bashcompinit\n"
+            "typeset -gA _nsstuck_words\n" + body
+        )
+    return "# nsstuck completion for bash: source <(nsstuck completion bash)\ndeclare -gA _nsstuck_words\n" + body
+
+
 # ---------------------------------------------------------------------------------------------
 # The parser
 
@@ -570,9 +630,9 @@ def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--context", metavar="NAME", help="the kubeconfig's context (default: its current context)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="nsstuck",
+        prog=prog,
         description="Find out why a Kubernetes namespace is stuck in Terminating, and fix it safely.",
         epilog="Settings come from the environment (NSSTUCK_*, SLACK_*); see the README.",
     )
@@ -763,6 +823,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_options(check, schema="nsstuck.clusters/v1")
     check.set_defaults(handler=cmd_clusters_check)
 
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script (bash or zsh)",
+        description="Print a completion script for nsstuck and kubectl-nsstuck: in bash, "
+        "`source <(nsstuck completion bash)` (or save it in /etc/bash_completion.d/); in zsh, "
+        "`source <(nsstuck completion zsh)` in ~/.zshrc (it uses zsh's bashcompinit).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"))
+    completion.set_defaults(handler=cmd_completion)
+
     config = commands.add_parser("config", help="the config file", description="The config file.")
     config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
     config_commands.required = True
@@ -795,7 +865,9 @@ def _set_up_logging(args: argparse.Namespace, err: TextIO) -> None:
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    parser = build_parser()
+    # as a kubectl plugin (`kubectl nsstuck ...` runs kubectl-nsstuck), usage says so
+    invoked = Path(sys.argv[0]).name if sys.argv else ""
+    parser = build_parser("kubectl nsstuck" if invoked == "kubectl-nsstuck" else "nsstuck")
     args = parser.parse_args(argv)
     handler: Handler = args.handler
     try:
