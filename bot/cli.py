@@ -211,6 +211,9 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     remediation = Remediation(
         db, config=config, settings=settings, clusters=clusters, notifier=slack, people=PeopleDirectory(slack.client)
     )
+    from bot.services.clusterchecking import ClusterChecks
+
+    checks = ClusterChecks(config, clusters)
     door = create_app(
         settings=settings,
         config=config,
@@ -219,7 +222,8 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         slack=slack,
         answering=answering,
         remediation=remediation,
-        closing=(answering.close, remediation.close, slack.close, clusters.close),
+        cluster_checks=checks,
+        closing=(answering.close, remediation.close, checks.close, slack.close, clusters.close),
     )
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     jobs = job_list(

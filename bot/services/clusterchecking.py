@@ -13,23 +13,27 @@ metadata only), so a role narrowed to what the cluster serves is not reported as
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.domain.access import Rule
+from bot.domain.refs import ClusterName
 from bot.domain.values import is_value_resource
 from bot.errors import NsstuckError
 from bot.kube import reviewing
 from bot.kube.connecting import ClusterTarget, connect
 from bot.kube.permissions import READS
+from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import CallError, CallKind, Transport
 from bot.remediation.permissions import IMPERSONATION, extra_finalizer_rules, remediation_rules
 from bot.remediation.policy import remediation_off
-from bot.settings import ClusterConfig
+from bot.settings import AppConfig, ClusterConfig
 
 SCHEMA = "nsstuck.clusters/v1"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,46 @@ def _unreachable(error: CallError) -> str:
     if error.kind is CallKind.STATUS:
         return f"/version answered {error.status}: {error.message}"
     return error.message
+
+
+class ClusterChecks:
+    """Checks of registered clusters run off the caller's thread (`/nsstuck clusters`: Slack wants
+    its answer within 3 s, a cluster may take longer), a couple at a time."""
+
+    def __init__(self, config: AppConfig, registry: ClusterRegistry, *, timeout: float = 10.0) -> None:
+        self.config = config
+        self.registry = registry
+        self.timeout = timeout
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cluster-check")
+
+    def check(self, names: Sequence[str]) -> ClustersCheck:
+        return ClustersCheck(
+            [
+                check_cluster(
+                    self.config.require_cluster(name),
+                    self.registry.target(ClusterName(name)),
+                    timeout=self.timeout,
+                    credential_timeout=self.registry.credential_timeout,
+                )
+                for name in names
+            ]
+        )
+
+    def submit(self, names: Sequence[str], done: Callable[[ClustersCheck], None]) -> None:
+        """Check `names` in the background, then call `done` with the result (on the pool's thread)."""
+
+        def run() -> None:
+            try:
+                report = self.check(names)
+            except Exception:
+                log.exception("checking clusters %s", ", ".join(names))
+                return
+            done(report)
+
+        self._pool.submit(run)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
 from bot.logs import bind, log_context
 from bot.services.answering import Answering, DiagnosisQueueFull
+from bot.services.clusterchecking import ClusterChecks, ClustersCheck, summary_lines
 from bot.services.history import history
 from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
@@ -45,8 +46,16 @@ class _Asker:
 
 class CommandListener:
     def __init__(
-        self, *, config: AppConfig, db: Database, metrics: Metrics, answering: Answering, limits: CommandLimits
+        self,
+        *,
+        config: AppConfig,
+        db: Database,
+        metrics: Metrics,
+        answering: Answering,
+        limits: CommandLimits,
+        cluster_checks: ClusterChecks | None = None,
     ) -> None:
+        self.cluster_checks = cluster_checks
         self.config = config
         self.db = db
         self.metrics = metrics
@@ -82,7 +91,7 @@ class CommandListener:
             return
         channel = str(command.get("channel_id") or "")
         if isinstance(parsed, parsing.ListClusters):
-            ack(text=self._clusters_text(channel))
+            self._clusters(channel, ack, respond)
             return
         if isinstance(parsed, parsing.History):
             if parsed.cluster and not config.require_cluster(parsed.cluster).allows(channel):
@@ -111,11 +120,30 @@ class CommandListener:
             return
         ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
 
-    def _clusters_text(self, channel: str) -> str:
-        clusters = self.config.clusters
-        if not clusters:
-            return "No cluster is registered yet (see the config file's `clusters:`)."
-        lines = []
-        for cluster in clusters:
-            lines.append(f"• {code(cluster.name)}" + ("" if cluster.allows(channel) else " (not from this channel)"))
-        return "Registered clusters:\n" + "\n".join(lines)
+    def _clusters(self, channel: str, ack: Ack, respond: Respond) -> None:
+        """The clusters this channel may use; each one checked (as `nsstuck clusters check`) in the
+        background, the summary sent to the caller only."""
+        if not self.config.clusters:
+            ack(text="No cluster is registered yet (see the config file's `clusters:`).")
+            return
+        names = self.config.clusters_in(channel)
+        if not names:
+            ack(text="No registered cluster may be used from this channel.")
+            return
+        listing = ", ".join(code(name) for name in names)
+        if self.cluster_checks is None:
+            ack(text=f"Clusters you can name here: {listing}")
+            return
+        ack(text=f"Clusters you can name here: {listing}. Checking each (reachability, identity, permissions)…")
+
+        def done(report: ClustersCheck) -> None:
+            respond(text=clusters_text(report))
+
+        self.cluster_checks.submit(names, done)
+
+
+def clusters_text(report: ClustersCheck) -> str:
+    """The summary of `nsstuck clusters check`, for Slack (mrkdwn, escaped)."""
+    state = {0: "all good", 1: "a permission is missing", 3: "a cluster is unreachable"}[report.exit_code]
+    blocks = ["\n".join(escape(line) for line in summary_lines(check)) for check in report.clusters]
+    return f"*Clusters check: {state}*\n```" + "\n".join(blocks) + "```"
