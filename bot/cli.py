@@ -24,6 +24,7 @@ from bot.settings import AppConfig, Settings, load_config, load_settings
 
 if TYPE_CHECKING:
     from bot.domain.findings import Diagnosis
+    from bot.kube.collecting import Progress
     from bot.kube.connecting import ClusterTarget
     from bot.store.database import Database
     from bot.store.migrating import MigrationTarget
@@ -337,13 +338,49 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     if args.timeout <= 0:
         raise UserError("--timeout must be a positive number of seconds")
     target = _select_cluster(args, ctx)
-    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout))
-    result = diagnose_namespace(target, args.namespace, options=options)
+    progress = _ProgressLine(ctx.err, f"{target.name}/{args.namespace}") if _is_terminal(ctx.err) else None
+    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout), progress=progress)
+    try:
+        result = diagnose_namespace(target, args.namespace, options=options)
+    finally:
+        if progress is not None:
+            progress.clear()
     diagnosis = result.diagnosis
-    _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis))
+    colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
+    _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
     if args.exit_code and is_stuck(diagnosis):
         return STUCK
     return 0
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed, or not a real stream
+        return False
+
+
+class _ProgressLine:
+    """One line on stderr, rewritten in place while a diagnosis collects (a terminal only)."""
+
+    def __init__(self, err: TextIO, what: str) -> None:
+        self.err = err
+        self.what = what
+        self.shown = False
+
+    def __call__(self, progress: Progress) -> None:
+        if progress.lists_total == 0:
+            step = f"discovery {progress.discovery_done}/{progress.discovery_total}"
+        else:
+            step = f"discovery done, lists {progress.lists_done}/{progress.lists_total}"
+        self.err.write(f"\r\x1b[Knsstuck: diagnosing {self.what}: {step}")
+        self.err.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
 
 
 STUCK = 4  # `diagnose --exit-code`: terminating, and a finding holds it

@@ -253,3 +253,76 @@ def test_config_check_says_when_there_is_no_file_and_names_each_slack_variable(t
     data = json.loads(as_json.stdout)
     assert data["config"] == {"path": "config/nsstuck.yaml", "exists": False, "default": True}
     assert data["slack"] == {"mode": "socket", "missing": ["SLACK_BOT_TOKEN"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# A terminal: the progress line on stderr, colours in the text report (NO_COLOR respected)
+
+
+def _in_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Run the console script with stdout and stderr each on a pseudo-terminal: (exit code, out, err)."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    from tests.foundation.test_config import PYTHON, REPO
+
+    out_master, out_slave = pty.openpty()
+    err_master, err_slave = pty.openpty()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_", "NO_COLOR"))}
+    process = subprocess.Popen(
+        [*PYTHON, "-m", "bot", *args],
+        stdout=out_slave,
+        stderr=err_slave,
+        stdin=subprocess.DEVNULL,
+        env={**full_env, **env},
+        cwd=REPO,
+    )
+    os.close(out_slave)
+    os.close(err_slave)
+    chunks: dict[int, bytes] = {out_master: b"", err_master: b""}
+    open_fds = [out_master, err_master]
+    try:
+        while open_fds:
+            ready, _, _ = select.select(open_fds, [], [], 60)
+            assert ready, "the console script wrote nothing for 60 s"
+            for fd in ready:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:  # EIO: the other side is closed
+                    data = b""
+                if data:
+                    chunks[fd] += data
+                else:
+                    open_fds.remove(fd)
+        code = process.wait(timeout=60)
+    finally:
+        os.close(out_master)
+        os.close(err_master)
+    return code, chunks[out_master].decode(), chunks[err_master].decode()
+
+
+def test_a_terminal_gets_a_progress_line_and_colours(kube_emulator: Emulator, tmp_path: Path) -> None:
+    kubeconfig = scenario(kube_emulator, tmp_path, STUCK[0])
+    args = ["diagnose", STUCK[1], "--kubeconfig", str(kubeconfig)]
+    code, out, err = _in_terminal(args, {})
+    assert code == 0, err
+    # the progress line: discovery, then lists done of total, rewritten in place and cleared at the end
+    assert "\rnsstuck: diagnosing emulator/ack-system-e2e-test-0: discovery " in err.replace("\x1b[K", "")
+    assert "lists " in err
+    assert "/" in err.rsplit("lists ", 1)[1]
+    assert err.endswith("\r\x1b[K")
+    # colours in the report
+    assert "\x1b[1;31mBLOCKING\x1b[0m" in out
+    # NO_COLOR: the same report without them
+    code, plain, _ = _in_terminal(args, {"NO_COLOR": "1"})
+    assert code == 0
+    assert "\x1b[" not in plain
+    assert "BLOCKING" in plain
+    # not a terminal: neither
+    piped = run_nsstuck(*args)
+    assert piped.returncode == 0
+    assert piped.stderr == ""
+    assert "\x1b[" not in piped.stdout
+    assert piped.stdout.replace("\r\n", "\n") == plain.replace("\r\n", "\n")
