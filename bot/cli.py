@@ -504,6 +504,8 @@ def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
+    from functools import partial
+
     from bot.kube.registry import ClusterRegistry
     from bot.services.digest_text import render_text
     from bot.services.digesting import clock_for, run_now
@@ -529,7 +531,7 @@ def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
         for channel in channels:
             digest = run_now(db, config, clusters, channel=channel, now=clock(), poster=poster)
             if args.dry_run:
-                _emit(ctx, args, digest.to_json(), lambda d=digest: render_text(d))  # type: ignore[misc]
+                _emit(ctx, args, digest.to_json(), partial(render_text, digest))
             else:
                 ctx.print(f"digest posted to {channel}: {digest.stuck} stuck")
     finally:
