@@ -349,6 +349,8 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
     _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
     if args.exit_code and is_stuck(diagnosis):
+        cause = diagnosis.cause.value if diagnosis.cause else "unknown"
+        print(f"nsstuck: {args.namespace} on {target.name} is stuck: {cause}", file=ctx.err)
         return STUCK
     return 0
 
@@ -571,6 +573,12 @@ def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
         ]
     )
     _emit(ctx, args, report.to_json(), lambda: render_table(report))
+    unreachable = [c.cluster for c in report.clusters if not c.reachable]
+    missing = [f"{c.cluster} ({len(c.missing)})" for c in report.clusters if c.reachable and c.missing]
+    if unreachable or missing:  # the last line says why the exit code is not 0 (contract §1)
+        why = [f"unreachable: {', '.join(unreachable)}"] if unreachable else []
+        why += [f"permissions missing on {', '.join(missing)}"] if missing else []
+        print(f"nsstuck: {'; '.join(why)}", file=ctx.err)
     return report.exit_code
 
 

@@ -186,7 +186,9 @@ def check_cluster(
             return result
         result.reachable = True
         try:
-            result.identity = reviewing.who_am_i(transport)
+            identity = reviewing.who_am_i(transport)
+            # as every word from the cluster: never a credential of the kubeconfig (a basic-auth user name)
+            result.identity = None if identity is None else connection.scrub(identity)
         except CallError as e:
             result.notes.append(f"SelfSubjectReview failed: {e.message}")
         try:
@@ -204,7 +206,9 @@ def check_cluster(
         if cluster.act_as_approver and cluster.impersonation is not None and cluster.impersonation.email is not None:
             result.notes.append("users derived from Slack e-mails cannot be named in advance: not checked")
         needs = [need for role, rules in roles.items() for need in expand(role, rules, served, cluster)]
-        result.permissions = _review_all(transport, needs)
+        result.permissions = [
+            Checked(c.need, c.allowed, connection.scrub(c.reason)) for c in _review_all(transport, needs)
+        ]
     finally:
         connection.close()
     return result

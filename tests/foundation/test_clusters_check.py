@@ -224,6 +224,7 @@ def test_an_unreachable_cluster_exits_3_over_a_missing_permission(
     path = config(tmp_path, kubeconfig, extra=f"  - name: gone\n    kubeconfig: {gone}\n")
     done = run_nsstuck("clusters", "check", "--config", str(path), "-o", "json")
     assert done.returncode == 3, done.stderr
+    assert done.stderr == "nsstuck: unreachable: gone; permissions missing on prod-eu (1)\n"
     report = json.loads(done.stdout)
     by_name = {c["cluster"]: c for c in report["clusters"]}
     assert by_name["gone"]["reachable"] is False

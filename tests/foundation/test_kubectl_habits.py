@@ -63,6 +63,8 @@ def test_diagnose_exit_code(tmp_path: Path, name: str, namespace: str, code: int
 def _exit_code(kubeconfig: Path, name: str, namespace: str, code: int) -> None:
     done = run_nsstuck("diagnose", namespace, "--kubeconfig", str(kubeconfig), "--exit-code", "-o", "json")
     assert done.returncode == code, done.stderr
+    # a non-zero exit ends with one line saying why; 0 says nothing on stderr
+    assert done.stderr == ("" if code == 0 else f"nsstuck: {namespace} on emulator is stuck: apiservice_unavailable\n")
     report = json.loads(done.stdout)
     if name == "content-deleting":
         assert {f["cause"] for f in report["findings"]} == {"content_deleting"}

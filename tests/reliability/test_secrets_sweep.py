@@ -898,6 +898,9 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
         (("db", "current"), "head"),
     ):
         runs.append(Run(argv, env, {0}, says))
+    # every cluster checked, the failing ones among them: their reasons said, their secrets not
+    runs.append(Run(("clusters", "check"), env, {3}, "unreachable"))
+    runs.append(Run(("clusters", "check", "-o", "json"), env, {3}, "nsstuck.clusters/v1"))
     for url in _bad_database_urls(world.canaries):
         bad = {**env, "NSSTUCK_DATABASE_URL": url}
         runs.append(Run(("config", "check"), bad, {0}, "database: "))
