@@ -550,26 +550,30 @@ def _digest_poster(settings: Settings) -> Callable[[Any], str | None]:
 def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
     from bot.kube.registry import ClusterRegistry
     from bot.services.clusterchecking import ClustersCheck, check_cluster, render_table
+    from bot.settings import ClusterConfig
 
-    config = ctx.config
     if args.timeout <= 0:
         raise UserError("--timeout must be a positive number of seconds")
-    if args.cluster:
-        clusters = [config.require_cluster(args.cluster)]  # unknown: said with the closest registered name
-    elif config.clusters:
-        clusters = list(config.clusters)
+    adhoc = bool(args.kubeconfig or args.context) or (not args.cluster and not ctx.config.clusters)
+    if adhoc:
+        # no registered cluster (or a kubeconfig named): the one kubectl would use, for reading only
+        target = _select_cluster(args, ctx)
+        # not validated as a registered name: a context may be named anything (arn:aws:eks:...)
+        pairs = [(ClusterConfig.model_construct(name=str(target.name), remediation=False), target)]
     else:
-        raise UserError(f"no cluster is registered in {ctx.config_path} (clusters:)")
-    registry = ClusterRegistry.from_config(config, ctx.config_path)
+        config = ctx.config
+        clusters = [config.require_cluster(args.cluster)] if args.cluster else list(config.clusters)
+        registry = ClusterRegistry.from_config(config, ctx.config_path)
+        pairs = [(cluster, registry.target(cluster.cluster_name)) for cluster in clusters]
     report = ClustersCheck(
         [
             check_cluster(
                 cluster,
-                registry.target(cluster.cluster_name),
+                target,
                 timeout=args.timeout,
                 credential_timeout=ctx.settings.credential_timeout_seconds,
             )
-            for cluster in clusters
+            for cluster, target in pairs
         ]
     )
     _emit(ctx, args, report.to_json(), lambda: render_table(report))
@@ -860,15 +864,16 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     check = clusters_commands.add_parser(
         "check",
         help="check reachability, identity and permissions of every registered cluster",
-        description="For each registered cluster (or --cluster NAME): whether nsstuck reaches it (and why "
-        "not), the server version, who nsstuck is there (SelfSubjectReview; unknown where the server "
-        "lacks it), whether it serves aggregated discovery, and every permission nsstuck needs there, "
+        description="For each registered cluster (or --cluster NAME; with no cluster registered, or with "
+        "--kubeconfig or --context, the cluster kubectl would use, for its read role): whether nsstuck "
+        "reaches it (and why not), the server version, who nsstuck is there (SelfSubjectReview; unknown "
+        "where the server lacks it), whether it serves aggregated discovery, and every permission nsstuck needs there, "
         "asked with SelfSubjectAccessReview: the read role, the remediation role where remediation is on, "
         "impersonation where act_as_approver is on; list and get on every type are asked per namespaced "
         "type the cluster serves. Exit 0 all granted, 1 a permission missing (named verb resource.group), "
         "3 a cluster unreachable (3 wins over 1), 2 on a usage or config error.",
     )
-    check.add_argument("--cluster", metavar="NAME", help="only this registered cluster")
+    _add_cluster_options(check)
     check.add_argument("--config", type=Path, metavar="PATH", help="the config file (default: $NSSTUCK_CONFIG)")
     check.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per call (default 10)")
     _add_output_options(check, schema="nsstuck.clusters/v1")

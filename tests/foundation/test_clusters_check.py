@@ -251,3 +251,26 @@ def test_identity_is_unknown_and_aggregated_discovery_seen(kube_emulator: Emulat
     assert done.returncode == 0, done.stdout  # without RBAC every review is allowed
     text = run_nsstuck("clusters", "check", "--config", str(config(tmp_path, kubeconfig)))
     assert "unknown" in text.stdout.splitlines()[1]
+
+
+def test_without_a_registered_cluster_the_kubeconfig_cluster_is_checked(
+    rbac_cluster: tuple[Emulator, Path], tmp_path: Path
+) -> None:
+    # the first command of an adopter with no config file yet: the cluster kubectl would use, its read role
+    emu, kubeconfig = rbac_cluster
+    grant(emu, "nsstuck-read", narrow_read_rules(emu, without=("", "nodes")))
+    from tests.foundation.test_config import REPO
+
+    # no config file at the default path (config/nsstuck.yaml of the working folder)
+    env = {"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    done = run_nsstuck("clusters", "check", "-o", "json", env=env, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    (cluster,) = json.loads(done.stdout)["clusters"]
+    assert cluster["cluster"] == "prod-eu"  # the context's name
+    assert cluster["roles"] == ["read"]
+    assert [m["permission"] for m in cluster["missing"]] == ["get nodes"]
+    # --kubeconfig (and --context) name it even when the config file registers clusters
+    other = emu.write_kubeconfig(tmp_path / "other.kubeconfig", token=emu.add_token(SA), context="arn:aws:eks:x/y")
+    path = config(tmp_path, kubeconfig)
+    named = run_nsstuck("clusters", "check", "--config", str(path), "--kubeconfig", str(other), "-o", "json")
+    assert [c["cluster"] for c in json.loads(named.stdout)["clusters"]] == ["arn:aws:eks:x/y"]
