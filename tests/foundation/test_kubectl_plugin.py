@@ -118,7 +118,7 @@ def test_bash_completion_completes_commands_options_and_choices(tmp_path: Path) 
     assert _complete(str(script), "nsstuck diagnose ns -o ") == ["text", "json", "yaml"]
     assert _complete(str(script), "nsstuck db c") == ["current"]
     assert _complete(str(script), "nsstuck completion ") == ["--help", "bash", "zsh"]
-    assert _complete(str(script), "kubectl-nsstuck clusters check --c") == ["--cluster", "--config"]
+    assert _complete(str(script), "kubectl-nsstuck clusters check --c") == ["--cluster", "--context", "--config"]
 
 
 def test_zsh_completion_is_the_bash_one_through_bashcompinit() -> None:
