@@ -2,7 +2,9 @@
 
 One emulated cluster per seed article (tests/fakes/kubeapi scenarios), the Slack emulator, and
 `nsstuck serve` in HTTP mode; a user types `/nsstuck <cluster> <namespace>` for each, and the
-channel and thread are printed.
+channel and thread are printed. Then a remediation on seed002, the one cluster with approvers:
+alice requests the first remedy, her own approval is refused, bob approves, and the thread shows the
+change and its verified outcome.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.store import migrating
+from tests.approvals._flow import Flow
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario, run_for
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import HttpDriver
-from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL, populate_workspace
+from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, BOB, OPS_CHANNEL, populate_workspace
 from tests.slack._bot import serve_process
 
 DEMO = [
@@ -28,6 +31,8 @@ DEMO = [
     ("seed003-kiali", "seed003-kiali-orphaned-finalizer"),
     ("seed003-adapter", "seed003-prometheus-adapter-service-not-found"),
 ]
+# the cluster whose first remedy is requested and approved after the conversation, and that remedy
+REMEDIATE = ("seed002", "remove_finalizer")
 
 
 def main() -> int:
@@ -39,6 +44,8 @@ def main() -> int:
         apply_scenario(emu, scenario)
         emu.write_kubeconfig(work / f"{name}.kubeconfig", context=name)
         lines.append(f"  - name: {name}\n    kubeconfig: {name}.kubeconfig")
+        if name == REMEDIATE[0]:
+            lines.append(f"    approvers: [{APPROVERS}]\n    required_approvals: 1")
         clusters.append((name, SCENARIOS[scenario].expected.namespace, emu))
     (work / "nsstuck.yaml").write_text("\n".join(lines) + "\n")
     database = f"sqlite:///{work / 'demo.db'}"
@@ -48,6 +55,8 @@ def main() -> int:
     try:
         with serve_process(slack, work / "nsstuck.yaml", database, work) as bot:
             converse(slack, bot.driver, [(name, namespace) for name, namespace, _ in clusters])
+            [(namespace, emu)] = [(ns, emu) for name, ns, emu in clusters if name == REMEDIATE[0]]
+            remediate(Flow(bot, slack, emu, database, namespace), REMEDIATE[0], REMEDIATE[1])
     finally:
         slack.stop()
         for _, _, emu in clusters:
@@ -67,6 +76,29 @@ def converse(slack: SlackEmulator, driver: HttpDriver, asks: list[tuple[str, str
         time.sleep(1.5)  # let every part of a long report arrive
         for reply in slack.thread(OPS_CHANNEL, verdict["ts"]):
             print("\n  | " + slack.render(reply).replace("\n", "\n  | "))
+
+
+def remediate(flow: Flow, cluster: str, action: str) -> None:
+    """alice requests `action` in the thread of the namespace's report and approves it herself (refused),
+    bob approves; the cluster runs on until the namespace is gone, and the thread is printed."""
+    print(f"\n{'=' * 100}\nalice in the thread of {cluster} / {flow.namespace}: clicks Request fix 1")
+    request = flow.request(action)
+    print("\n  | " + flow.slack.render(request).replace("\n", "\n  | "))
+    request_id = int(flow.requests()[-1]["id"])
+
+    print(f"\nalice clicks Approve on request #{request_id}")
+    flow.vote(request_id, ALICE)
+    print(f"  (only alice sees) {flow.ephemeral(ALICE, 'asked for this change')}")
+
+    print(f"\nbob clicks Approve on request #{request_id}")
+    flow.vote(request_id, BOB)
+    flow.wait_status(request_id, "applied", "failed", "stale")
+    run_for(flow.kube, 60)  # the namespace controller finishes what the change let it finish
+    flow.wait_thread(f"after remediation #{request_id}", timeout=60)  # the follow-up's verdict, whichever
+    thread = flow.slack.thread(OPS_CHANNEL, flow.thread_ts())
+    print("\nthe thread, from the request on:")
+    for reply in thread[[m["ts"] for m in thread].index(request["ts"]) :]:
+        print("\n  | " + flow.slack.render(reply).replace("\n", "\n  | "))
 
 
 if __name__ == "__main__":

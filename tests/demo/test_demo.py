@@ -2,7 +2,8 @@
 the Slack emulator and one emulated cluster per seed article): behaviour kept, timings aside.
 
 `conversation.txt` is what `make demo` printed at commit 3b179ff, with the acknowledgement times
-replaced by N (durations are compared as DURATION on both sides). A change that means to alter
+replaced by N (durations are compared as DURATION on both sides, and the audit hashes the remediation's
+thread quotes, which hash the entries' times, as HASH). A change that means to alter
 what users read updates it on purpose, in the same commit.
 """
 
@@ -22,9 +23,11 @@ EXPECTED = Path(__file__).with_name("conversation.txt")
 
 
 def _timeless(text: str) -> str:
-    """Without what the wall clock decides: acknowledgement times, and how long the seeds' namespaces
-    have been terminating (their deletionTimestamps are fixed, the clock moves on)."""
+    """Without what the wall clock decides: acknowledgement times, how long the seeds' namespaces have
+    been terminating (their deletionTimestamps are fixed, the clock moves on), and the audit entries'
+    hashes (each covers the entry's time)."""
     text = re.sub(r"after [0-9]+ ms\)", "after N ms)", text)
+    text = re.sub(r"(audit #[0-9]+ · )`[0-9a-f]{12}`", r"\1`HASH`", text)
     return re.sub(r"\b[0-9]+[dhms]( [0-9]+[dhms])*\b", "DURATION", text)
 
 
