@@ -277,8 +277,9 @@ class Score:
 
 
 def score(case: Case, diagnosis: Diagnosis) -> Score:
-    blocking = [f for f in diagnosis.findings if f.blocking]
-    got = blocking[0].cause.value if blocking else "none"
+    # the report's cause: the first blocking finding's; where nothing blocks, the first finding's
+    # (content still being deleted); `none` without findings
+    got = diagnosis.cause.value if diagnosis.cause is not None else "none"
     named = {(o.kind, o.name, o.namespace) for f in diagnosis.findings for o in f.objects}
     missing = tuple(
         str(e)
