@@ -236,11 +236,12 @@ def _dead_workload(workload: KubeObject, now: datetime) -> str | None:
     return None
 
 
-def _dead_backends(ctx: Context, owner: Owner) -> list[str]:
-    """Webhooks and APIServices of the controller whose Service no longer exists."""
+def _dead_backends(ctx: Context, owner: Owner, entry: CatalogueEntry | None) -> list[str]:
+    """Webhooks and APIServices of the controller whose Service no longer exists. A catalogued owner is
+    recognised by any of its markers; one guessed from a domain only by its most distinctive word."""
     if not owner.markers or any("services" in g.what for g in ctx.snapshot.gaps):
         return []
-    markers = [m.lower() for m in owner.markers]
+    markers = [m.lower() for m in (owner.markers if entry is not None else owner.markers[:1])]
     out = []
     for config in ctx.snapshot.webhook_configurations:
         for hook in config.get("webhooks") or ():
@@ -297,7 +298,9 @@ def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judge
         verdict.evidence[:0] = alive
         return verdict
 
-    candidates = [] if runs_in is RunsIn.CONTROL_PLANE else _known_workloads(ctx, owner, entry)
+    # a workload of it shows it alive wherever it runs (a cloud-controller-manager DaemonSet); only one that
+    # runs as a workload can be shown dead by one
+    candidates = _known_workloads(ctx, owner, entry)
     running = [w for w in candidates if workload_running(w)]
     looked = []
     markers = tuple(owner.markers) + (tuple(entry.runtime.images) if entry else ())
@@ -345,7 +348,7 @@ def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judge
                 workload=candidates[0],
                 why=f"its controller ({name_of(candidates[0])}) exists but does not run",
             )
-        gone = _dead_backends(ctx, owner)
+        gone = _dead_backends(ctx, owner, entry)
         if gone:
             evidence.extend(gone)
             return Judgement(ControllerState.DEAD, evidence, why="its controller's Service no longer exists")

@@ -22,6 +22,17 @@ from bot.domain.findings import Action, Cause, Controller, ControllerState, Find
 from bot.domain.refs import KubeObject, deletion_time, meta, name_of
 
 MAX_EXAMPLES = 3
+# kube-controller-manager's controllers that create pods and report refusals about their own objects
+WORKLOAD_CONTROLLERS = frozenset(
+    {
+        "replicaset-controller",
+        "statefulset-controller",
+        "daemonset-controller",
+        "job-controller",
+        "cronjob-controller",
+        "deployment-controller",
+    }
+)
 
 
 def _by_finalizer(ctx: Context) -> dict[str, list[Held]]:
@@ -64,8 +75,12 @@ def _deadlocks(ctx: Context, groups: dict[str, list[Held]]) -> dict[str, list[st
         kinds = {str(h.obj.get("kind") or "") for h in held}
         for event in events:
             reporter = event.reporter.lower()
+            about_held = any(event.about(h.obj) for h in held)
+            # a workload controller of kube-controller-manager refused its pods: not this finalizer's
+            if not about_held and reporter in WORKLOAD_CONTROLLERS:
+                continue
             if (
-                any(event.about(h.obj) for h in held)
+                about_held
                 or any(m.lower() in reporter for m in owner.markers)
                 or event.kind in kinds
                 or len(answerable) == 1

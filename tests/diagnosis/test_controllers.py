@@ -313,6 +313,15 @@ def test_an_event_in_the_namespace_shows_the_deadlock_and_another_namespaces_ref
         ago=timedelta(hours=2),
     )
     assert diagnose(_snapshot(GADGETS, held, events=(elsewhere,))).cause is Cause.ORPHANED_FINALIZER
+    # a ReplicaSet refused its pods: kube-controller-manager's own, not the Gadget controller's
+    pods_refused = _event(
+        f'pods "web-5d9c-x" is forbidden: {REFUSAL}',
+        reporter="replicaset-controller",
+        ago=timedelta(hours=2),
+        about="web-5d9c",
+        kind="ReplicaSet",
+    )
+    assert diagnose(_snapshot(GADGETS, held, events=(pods_refused,))).cause is Cause.ORPHANED_FINALIZER
 
 
 def test_the_controller_travels_in_the_json_report() -> None:
@@ -322,3 +331,22 @@ def test_the_controller_travels_in_the_json_report() -> None:
     assert report["findings"][0]["controller"]["state"] == "dead"
     assert report["findings"][0]["controller"]["evidence"]
     assert Diagnosis.from_json(report) == diagnosis
+
+
+def test_a_control_plane_controller_is_shown_alive_by_its_workload_and_never_dead_without_one() -> None:
+    services = ResourceType("", "v1", "services", "Service", True, ("list", "delete"))
+    held = _held(services, "service.kubernetes.io/load-balancer-cleanup")
+    nothing = _finding(diagnose(_snapshot(services, held)))
+    assert nothing.controller is not None
+    assert nothing.controller.state is ControllerState.UNKNOWN
+    assert any("inside the control plane (cloud-controller-manager)" in e for e in nothing.controller.evidence)
+    ccm = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "cloud-controller-manager", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {"containers": [{"name": "ccm", "image": "registry.k8s.io/ccm:v1"}]}}},
+        "status": {"numberReady": 1},
+    }
+    assert _state(_snapshot(services, held, workloads=(ccm,))) is ControllerState.ALIVE
+    ccm_down = {**ccm, "status": {"numberReady": 0}}
+    assert _state(_snapshot(services, held, workloads=(ccm_down,))) is ControllerState.UNKNOWN
