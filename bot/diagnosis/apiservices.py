@@ -2,12 +2,14 @@
 
 The chain of evidence follows the aggregator: APIService -> Service -> endpoints -> pods ->
 workload; when all of that is healthy and the APIService is still unavailable, the API server
-cannot reach the backend (network, as in seeds 001 and 004).
+cannot reach the backend (network, as in seeds 001 and 004). A version aggregated discovery lists as
+Stale is failing, with the same chain; one whose APIService is Available and whose per-version
+document answers is for aggregated.py (the aggregator defect of kubernetes/kubernetes#119662).
 """
 
 from __future__ import annotations
 
-from bot.diagnosis import remedies
+from bot.diagnosis import aggregated, remedies
 from bot.diagnosis.context import Context
 from bot.diagnosis.reading import backend, pod_is_ready
 from bot.domain.findings import Action, Cause, Finding, Risk
@@ -27,17 +29,17 @@ def _is_local(apiservice: KubeObject) -> bool:
 def _unavailable(ctx: Context) -> list[tuple[KubeObject, str]]:
     """APIServices that are not Available, or whose group version failed our own discovery."""
     failing_gvs = {gv.group_version: gv for gv in ctx.snapshot.failing_group_versions()}
-    facts_failures = ctx.facts.discovery_failures
+    served = {name_of(a) for a, _ in aggregated.stale_but_served(ctx)}
     out = []
     for apiservice in ctx.snapshot.apiservices:
         gv = _group_version(apiservice)
+        if name_of(apiservice) in served:
+            continue  # aggregated.py: Stale while Available and answering
         available = condition(apiservice, "Available")
         not_available = available is not None and available.get("status") != "True"
         if _is_local(apiservice):
-            # the API server serves it itself; our own failure to read it (a timeout, a 403) is a gap in
-            # our evidence, not a cause, unless the namespace controller reports the same failure
-            if gv in failing_gvs and gv in facts_failures:
-                out.append((apiservice, gv))
+            # the API server serves it itself: not an aggregated API that is down. Its failure (a version
+            # the API server answering did not register, during an upgrade) is discovery.py's
             continue
         if not_available or gv in failing_gvs:
             out.append((apiservice, gv))
@@ -45,7 +47,7 @@ def _unavailable(ctx: Context) -> list[tuple[KubeObject, str]]:
 
 
 def findings(ctx: Context) -> list[Finding]:
-    out = []
+    out = aggregated.findings(ctx)
     failing = {gv.group_version: gv for gv in ctx.snapshot.failing_group_versions()}
     for apiservice, gv in _unavailable(ctx):
         name = name_of(apiservice)
@@ -56,7 +58,15 @@ def findings(ctx: Context) -> list[Finding]:
         if gv in failing:
             status = failing[gv]
             body = f" (body {status.body.strip()!r})" if status.body else ""
-            evidence.append(f"GET /apis/{gv} answered {status.status_code}{body}: {status.error}")
+            if status.stale:
+                evidence.append(
+                    f"aggregated discovery (apidiscovery.k8s.io/{status.aggregated}) lists {gv} with freshness "
+                    "Stale: the namespace controller fails discovery on it"
+                )
+            if status.status_code is not None and status.legacy_answered is not True:
+                evidence.append(f"GET /apis/{gv} answered {status.status_code}{body}: {status.error}")
+            elif status.legacy_answered:
+                evidence.append(f"GET /apis/{gv} (the per-version document) answered 200")
         available = condition(apiservice, "Available")
         if available is not None:
             evidence.append(
@@ -69,15 +79,7 @@ def findings(ctx: Context) -> list[Finding]:
         service = (apiservice.get("spec") or {}).get("service") or {}
         remedy_list = []
         summary: str
-        if not service:
-            summary = f"the local APIService {name} fails discovery for {gv}"
-            remedy_list.append(
-                remedies.investigate(
-                    f"{gv} is served by the API server itself; check the kube-apiserver logs",
-                    [f"kubectl get --raw /apis/{gv}"],
-                )
-            )
-        else:
+        if service:  # every APIService here has one: Local ones are discovery.py's
             svc_ns, svc_name = str(service.get("namespace", "")), str(service.get("name", ""))
             chain = backend(ctx.snapshot, svc_ns, svc_name)
             evidence.extend(chain.evidence)
@@ -158,8 +160,9 @@ def findings(ctx: Context) -> list[Finding]:
 
 
 def explained_group_versions(ctx: Context) -> set[str]:
-    """Group versions whose failure an unavailable APIService explains."""
-    return {gv for _, gv in _unavailable(ctx)}
+    """Group versions whose failure an unavailable APIService, or the aggregator's Stale listing of an
+    available one, explains."""
+    return {gv for _, gv in _unavailable(ctx)} | {s.group_version for _, s in aggregated.stale_but_served(ctx)}
 
 
 def _uses(gv: str) -> str:

@@ -1,5 +1,8 @@
 """discovery_failure: discovery fails for a reason other than an unavailable aggregated API.
 
+A group version of a Local APIService (the API server serves it itself) that fails is one: during an
+upgrade an API server that does not register that version yet answers 404 for it (case 012).
+
 The namespace controller's condition says what failed when it last tried; our own discovery says
 what fails now. Failing then but working now: the controller will get past it on its next retry.
 Our own timeouts and 403s are gaps in our evidence, not causes.
@@ -8,9 +11,11 @@ Our own timeouts and 403s are gaps in our evidence, not causes.
 from __future__ import annotations
 
 from bot.diagnosis import remedies
+from bot.diagnosis.aggregated import group_version_of
 from bot.diagnosis.apiservices import explained_group_versions
 from bot.diagnosis.context import Context
 from bot.domain.findings import Cause, Finding
+from bot.domain.refs import ObjectRef
 
 _OUR_PROBLEMS = (401, 403, 429, None)
 
@@ -31,20 +36,33 @@ def findings(ctx: Context) -> list[Finding]:
     if still:
         evidence = [condition] if set(still) & set(reported) else []
         evidence.extend(
-            f"GET /apis/{gv} answered {now_failing[gv].status_code}: {now_failing[gv].error}"
+            f"aggregated discovery lists {gv} with freshness Stale"
+            if now_failing[gv].stale and now_failing[gv].legacy_answered
+            else f"GET /apis/{gv} answered {now_failing[gv].status_code}: {now_failing[gv].error}"
             for gv in still
             if gv in now_failing
+        )
+        local = [
+            a
+            for a in ctx.snapshot.apiservices
+            if not (a.get("spec") or {}).get("service") and group_version_of(a) in still
+        ]
+        evidence.extend(
+            f"APIService {ObjectRef.of(a, resource='apiservices').name} is Local: the API server serves "
+            f"{group_version_of(a)} itself (an API server that does not register it answers 404)"
+            for a in local
         )
         out.append(
             Finding(
                 cause=Cause.DISCOVERY_FAILURE,
                 blocking=True,
                 summary=f"discovery fails for {', '.join(still)} and no aggregated APIService explains it",
+                objects=tuple(ObjectRef.of(a, resource="apiservices") for a in local),
                 evidence=tuple(e for e in evidence if e),
                 remedies=(
                     remedies.investigate(
                         "Find out why these group versions fail discovery (a CRD with a broken version, a stale "
-                        "registration, an API server problem)",
+                        "registration, API servers of different versions during an upgrade, an API server problem)",
                         [f"kubectl get --raw /apis/{gv}" for gv in still if "/" in gv][:3],
                     ),
                 ),

@@ -68,19 +68,36 @@ class GroupVersionStatus:
     status_code: int | None = None
     error: str | None = None  # the message a client sees, e.g. "the server is currently unable to ..."
     body: str | None = None  # the raw body when it was not a Status (the aggregator's "service unavailable")
+    # aggregated discovery (issue 23 §1): the apidiscovery.k8s.io version ("v2", "v2beta1") whose
+    # APIGroupDiscoveryList listed this group version, and its freshness there ("Current", "Stale");
+    # None: the server answered the legacy documents. A Stale version is failing (`available` False),
+    # as the namespace controller sees it, whatever its per-version document says.
+    aggregated: str | None = None
+    freshness: str | None = None
+    # whether its per-version document (/apis/<g>/<v>) answered 200 when we asked it; None: not asked
+    # (a Current version of aggregated discovery needs no request). For a Stale version this is the
+    # second opinion: the probe's status, error and body are in status_code, error and body.
+    legacy_answered: bool | None = None
 
     @property
     def group(self) -> str:
         return self.group_version.rpartition("/")[0]
 
+    @property
+    def stale(self) -> bool:
+        return self.freshness == "Stale"
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "group_version": self.group_version,
             "available": self.available,
             "status_code": self.status_code,
             "error": self.error,
             "body": self.body,
         }
+        if self.aggregated is not None or self.freshness is not None or self.legacy_answered is not None:
+            out.update(aggregated=self.aggregated, freshness=self.freshness, legacy_answered=self.legacy_answered)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GroupVersionStatus:
@@ -90,6 +107,9 @@ class GroupVersionStatus:
             status_code=data.get("status_code"),
             error=data.get("error"),
             body=data.get("body"),
+            aggregated=data.get("aggregated"),
+            freshness=data.get("freshness"),
+            legacy_answered=data.get("legacy_answered"),
         )
 
 

@@ -35,7 +35,7 @@ from bot.domain.refs import ClusterName, KubeObject, deletion_time, meta
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.domain.values import is_value_resource, metadata_only, without_values
 from bot.errors import ClusterUnreachableError
-from bot.kube.transport import JSON, METADATA_LIST, CallError, CallKind, Transport
+from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
 
 Clock = Callable[[], datetime]
 
@@ -374,6 +374,12 @@ class Collector:
         # the transport's retries (429, a 5xx or a dropped connection on a GET) stay within the deadline
         return self.transport.get(path, query, timeout=self.options.call_timeout, deadline=loop.deadline)
 
+    def _get_discovery(self, loop: _Loop, path: str) -> tuple[Any, str]:
+        """/api or /apis, asked for aggregated discovery first: the document and its Content-Type."""
+        return self.transport.get_negotiated(
+            path, accept=AGGREGATED_DISCOVERY, timeout=self.options.call_timeout, deadline=loop.deadline
+        )
+
     def _list(
         self, loop: _Loop, path: str, query: dict[str, str] | None = None, max_pages: int | None = None
     ) -> list[KubeObject]:
@@ -579,13 +585,13 @@ class _Run:
         loop = self.loop
         loop.add(
             "discovery of /api",
-            lambda: self.c._get(loop, "/api"),
+            lambda: self.c._get_discovery(loop, "/api"),
             self._on_core_versions,
             self.gap("discovery of /api"),
         )
         loop.add(
             "discovery of /apis",
-            lambda: self.c._get(loop, "/apis"),
+            lambda: self.c._get_discovery(loop, "/apis"),
             self._on_groups,
             self.gap("discovery of /apis"),
         )
@@ -707,29 +713,97 @@ class _Run:
 
     # -- discovery -------------------------------------------------------------------------------
 
-    def _discover(self, path: str, group_version: str) -> None:
+    def _discover(self, path: str, group_version: str, *, aggregated: str | None = None) -> None:
+        """The per-version document: the only view under legacy discovery; for a version aggregated
+        discovery lists as Stale (`aggregated` names the apidiscovery version), the second opinion."""
         loop = self.loop
+        stale = {"aggregated": aggregated, "freshness": "Stale"} if aggregated else {}
 
         def failed(error: CallError) -> None:
             raw = error.body if error.body and not error.body.lstrip().startswith("{") else None
             self.group_versions[group_version] = GroupVersionStatus(
-                group_version, available=False, status_code=error.status, error=error.message, body=raw
+                group_version,
+                available=False,
+                status_code=error.status,
+                error=error.message,
+                body=raw,
+                legacy_answered=False if aggregated else None,
+                **stale,
             )
             self.discovery_errors[group_version] = error
             self._fallback_to_crds(group_version)
 
-        loop.add(
-            f"discovery of {group_version}",
-            lambda: self.c._get(loop, path),
-            lambda doc: self._on_resources(group_version, doc),
-            failed,
-        )
+        def answered(doc: Any) -> None:
+            if aggregated:
+                # the namespace controller reads aggregated discovery and fails on the Stale version,
+                # whatever this document says; its resources are still ours to list
+                self.group_versions[group_version] = GroupVersionStatus(
+                    group_version,
+                    available=False,
+                    status_code=200,
+                    error=f"stale GroupVersion discovery: {group_version}",
+                    legacy_answered=True,
+                    **stale,
+                )
+            self._on_resources(group_version, doc, record=not aggregated)
 
-    def _on_core_versions(self, doc: Any) -> None:
-        for version in (doc or {}).get("versions") or ():
-            self._discover(f"/api/{version}", str(version))
+        loop.add(f"discovery of {group_version}", lambda: self.c._get(loop, path), answered, failed)
 
-    def _on_groups(self, doc: Any) -> None:
+    @staticmethod
+    def _aggregated_version(content_type: str) -> str | None:
+        """The apidiscovery.k8s.io version of an APIGroupDiscoveryList answer, None for a legacy one."""
+        params = dict(p.strip().split("=", 1) for p in content_type.split(";")[1:] if "=" in p)
+        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
+            return params.get("v") or "v2"
+        return None
+
+    def _on_aggregated(self, doc: Any, version: str) -> None:
+        """An APIGroupDiscoveryList: Current versions give their resources at once; Stale ones fail, as
+        they do for the namespace controller, and their per-version document is asked as a second
+        opinion (the evidence chain of a failing group version)."""
+        for item in (doc or {}).get("items") or ():
+            if not isinstance(item, dict):
+                continue
+            group = str((item.get("metadata") or {}).get("name") or "")
+            versions = [v for v in item.get("versions") or () if isinstance(v, dict)]
+            if versions:  # listed in preference order
+                self.preferred[group] = str(versions[0].get("version") or "")
+            for entry in versions:
+                name = str(entry.get("version") or "")
+                gv = f"{group}/{name}" if group else name
+                if entry.get("freshness") == "Stale":
+                    self._discover(f"/apis/{gv}" if group else f"/api/{name}", gv, aggregated=version)
+                    continue
+                self.group_versions[gv] = GroupVersionStatus(
+                    gv, available=True, aggregated=version, freshness=str(entry.get("freshness") or "Current")
+                )
+                resources = [
+                    {
+                        "name": r.get("resource", ""),
+                        "kind": (r.get("responseKind") or {}).get("kind", ""),
+                        "namespaced": r.get("scope") == "Namespaced",
+                        "verbs": list(r.get("verbs") or ()),
+                    }
+                    for r in entry.get("resources") or ()
+                    if isinstance(r, dict)
+                ]
+                self._on_resources(gv, {"resources": resources}, record=False)
+
+    def _on_core_versions(self, answer: tuple[Any, str]) -> None:
+        doc, content_type = answer
+        version = self._aggregated_version(content_type)
+        if version:
+            self._on_aggregated(doc, version)
+            return
+        for core_version in (doc or {}).get("versions") or ():
+            self._discover(f"/api/{core_version}", str(core_version))
+
+    def _on_groups(self, answer: tuple[Any, str]) -> None:
+        doc, content_type = answer
+        aggregated = self._aggregated_version(content_type)
+        if aggregated:
+            self._on_aggregated(doc, aggregated)
+            return
         for group in (doc or {}).get("groups") or ():
             name = str(group.get("name", ""))
             preferred = (group.get("preferredVersion") or {}).get("version")
@@ -739,8 +813,9 @@ class _Run:
             for version in versions:
                 self._discover(f"/apis/{name}/{version}", f"{name}/{version}")
 
-    def _on_resources(self, group_version: str, doc: Any) -> None:
-        self.group_versions[group_version] = GroupVersionStatus(group_version, available=True, status_code=200)
+    def _on_resources(self, group_version: str, doc: Any, *, record: bool = True) -> None:
+        if record:
+            self.group_versions[group_version] = GroupVersionStatus(group_version, available=True, status_code=200)
         group, _, version = group_version.rpartition("/")
         if self.preferred.get(group) != version:
             return

@@ -26,6 +26,12 @@ NOT_FOUND = "the server could not find the requested resource"
 JSON = "application/json"
 METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+# /api and /apis as client-go (1.27+) asks for them: aggregated discovery v2 (served from 1.30), v2beta1
+# (1.26-1.29), else the legacy documents; the answer's Content-Type says which came back
+AGGREGATED_DISCOVERY = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+)
 
 
 class CallKind(StrEnum):
@@ -116,6 +122,14 @@ class Transport:
     ) -> Any:
         return self.call("GET", path, query=query, timeout=timeout, deadline=deadline, accept=accept)
 
+    def get_negotiated(
+        self, path: str, *, accept: str, timeout: float | None = None, deadline: float | None = None
+    ) -> tuple[Any, str]:
+        """A GET whose answer may come in more than one form: the document and its Content-Type."""
+        answer: list[str] = []
+        doc = self.call("GET", path, timeout=timeout, deadline=deadline, accept=accept, content_types=answer)
+        return doc, answer[-1] if answer else ""
+
     def call(
         self,
         method: str,
@@ -127,8 +141,10 @@ class Transport:
         timeout: float | None = None,
         deadline: float | None = None,
         accept: str = JSON,
+        content_types: list[str] | None = None,
     ) -> Any:
-        """`accept`: JSON (the whole object), or METADATA / METADATA_LIST (metadata only)."""
+        """`accept`: JSON (the whole object), or METADATA / METADATA_LIST (metadata only).
+        `content_types`: the answer's Content-Type is appended to it."""
         throttled = 0
         retried = False  # the one retry of a GET after a server error or a dropped connection
         while True:
@@ -144,6 +160,7 @@ class Transport:
                     content_type=content_type,
                     timeout=attempt_timeout,
                     accept=accept,
+                    content_types=content_types,
                 )
             except CallError as e:
                 if e.status == 429:
@@ -172,6 +189,7 @@ class Transport:
         content_type: str,
         timeout: float | None,
         accept: str = JSON,
+        content_types: list[str] | None = None,
     ) -> Any:
         api = self.connection.api_client
         headers = {"Accept": accept}
@@ -191,6 +209,8 @@ class Transport:
                 _request_timeout=(timeout or self.call_timeout, timeout or self.call_timeout),
             )
             raw = response.data
+            if content_types is not None:
+                content_types.append(str(response.headers.get("Content-Type") or ""))
         except ApiException as e:
             if not e.status and e.body is None:
                 # not an answer: the client failed on its side, e.g. a TLS handshake (status 0)

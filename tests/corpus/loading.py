@@ -191,6 +191,8 @@ def _load(emu: Any, http: KubeHTTP, case: Case) -> None:
             continue
         if obj["kind"] == "Namespace" and http.get_or_none(f"/api/v1/namespaces/{obj['metadata']['name']}"):
             continue  # kube-system, default: already there
+        if obj["kind"] == "APIService" and http.get_or_none(resources.path(obj, named=True)):
+            http.delete(resources.path(obj, named=True))  # the emulator's own, replaced by the case's
         created = http.post(resources.path(obj), _creatable(obj))
         if obj.get("status") and obj["kind"] not in ("Namespace", "CustomResourceDefinition"):
             http.put(f"{resources.path(obj, named=True)}/status", {**created, "status": obj["status"]})

@@ -62,6 +62,9 @@ class CannedClient(KubeHTTP):
             raise self.failures[path]
         return dict(self.docs[path])
 
+    def get_negotiated(self, path: str, accept: str) -> tuple[dict[str, Any], str]:
+        return self.get(path), "application/json"  # a server that answers the legacy documents
+
 
 def _unavailable(path: str) -> ApiError:
     return ApiError(503, "GET", path, b"service unavailable\n", "text/plain; charset=utf-8")

@@ -50,5 +50,10 @@ def test_the_stuck_namespace_is_reported_whatever_the_fault(cluster: Cluster, fa
     # the namespace's conditions say only its Kiali objects remain: the scan never asked for what broke
     assert diagnosis.complete is True, [str(g) for g in diagnosis.gaps]
     assert Action.FORCE_FINALIZE_NAMESPACE in offered(diagnosis)
+    # (besides the Events, and the object being deleted read whole)
     asked = {line for line in cluster.emu.request_log if f"/namespaces/{NAMESPACE}/" in line}
-    assert asked == {f"GET /apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis"}
+    assert asked == {
+        f"GET /apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis",
+        f"GET /apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis/kiali",
+        f"GET /apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events",
+    }

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from . import admission, rbac
+from . import admission, events_v1, rbac
+from . import discovery as discovery_versions
 from .clock import Clock, go_time, parse_rfc3339, rfc3339
 from .errors import (
     ApiError,
@@ -325,22 +326,55 @@ class Cluster:
             }
             self.create(self.rt("apiregistration.k8s.io", "v1", "apiservices"), "", obj, Ctx(user="system:apiserver"))
 
-    def register_aggregated_backend(self, group: str, version: str, resources: list[dict[str, Any]]) -> None:
+    def register_aggregated_backend(
+        self, group: str, version: str, resources: list[dict[str, Any]], *, honours_discovery_accept: bool = True
+    ) -> None:
         with self.store.lock:
-            self.backends[(group, version)] = AggregatedBackend(group, version, [dict(r) for r in resources])
+            self.backends[(group, version)] = AggregatedBackend(
+                group, version, [dict(r) for r in resources], honours_discovery_accept
+            )
+
+    def backend(self, group: str, version: str) -> AggregatedBackend | None:
+        """The backend of a non-Local APIService: one registered, or one the option `aggregated_backends`
+        declares (a list of {group, version, resources, honours_discovery_accept}; the corpus sets it)."""
+        found = self.backends.get((group, version))
+        if found is not None:
+            return found
+        for spec in self.options.get("aggregated_backends") or ():
+            if spec.get("group") == group and spec.get("version") == version:
+                return AggregatedBackend(
+                    group,
+                    version,
+                    [dict(r) for r in spec.get("resources") or ()],
+                    bool(spec.get("honours_discovery_accept", True)),
+                )
+        return None
 
     # -- type lookup ------------------------------------------------------------------------------
     def rt(self, group: str, version: str, plural: str) -> ResourceType:
         return self.types[(group, version, plural)]
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
-        return self.types.get((group, version, plural))
+        found = self.types.get((group, version, plural))
+        return found if found is not None and self.serves(found) else None
+
+    def serves(self, rt: ResourceType) -> bool:
+        """Whether a server of the emulated version (option `server_version`) serves the type."""
+        if not rt.since_minor:
+            return True
+        minor, _ = discovery_versions.minor_patch(self.options.get("server_version"))
+        return minor is None or minor >= rt.since_minor
 
     def types_for(self, group: str, version: str) -> list[ResourceType]:
-        return sorted((rt for k, rt in self.types.items() if k[0] == group and k[1] == version), key=lambda r: r.plural)
+        return sorted(
+            (rt for k, rt in self.types.items() if k[0] == group and k[1] == version and self.serves(rt)),
+            key=lambda r: r.plural,
+        )
 
     def served_versions(self, group: str) -> list[str]:
-        return sorted({k[1] for k in self.types if k[0] == group}, key=version_priority_key)
+        return sorted(
+            {k[1] for k, rt in self.types.items() if k[0] == group and self.serves(rt)}, key=version_priority_key
+        )
 
     def now(self) -> str:
         return rfc3339(self.clock.now())
@@ -490,6 +524,9 @@ class Cluster:
             return Result(200, self._as_version(rt, entry, item=False))
 
     def _as_version(self, rt: ResourceType, entry: Entry, *, item: bool) -> bytes:
+        if rt.group == events_v1.GROUP:
+            obj = events_v1.to_events_v1(entry.obj)
+            return dumps({k: v for k, v in obj.items() if k not in ("apiVersion", "kind")} if item else obj)
         if rt.custom and entry.obj.get("apiVersion") != rt.api_version:
             obj = entry.copy()
             obj["apiVersion"] = rt.api_version

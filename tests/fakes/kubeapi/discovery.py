@@ -35,9 +35,22 @@ def _version_sort_key(svc: dict[str, Any]) -> tuple[int, tuple[int, int, int, st
     return (-int(svc["spec"].get("versionPriority", 0)), version_priority_key(svc["spec"].get("version", "")))
 
 
+def _too_new(cluster: Cluster, svc: dict[str, Any]) -> bool:
+    """A built-in group version the emulated release does not serve yet (events.k8s.io/v1 before 1.19):
+    the APIService the emulator registers for it at start is not there on such a server. One a test or
+    a case creates itself (a newer API server's, during an upgrade) is."""
+    labels = (svc.get("metadata") or {}).get("labels") or {}
+    if labels.get("kube-aggregator.kubernetes.io/automanaged") != "onstart":
+        return False
+    spec = svc.get("spec") or {}
+    group, version = spec.get("group", ""), spec.get("version", "")
+    known = [rt for (g, v, _), rt in cluster.types.items() if g == group and v == version]
+    return bool(known) and not any(cluster.serves(rt) for rt in known)
+
+
 def grouped_apiservices(cluster: Cluster) -> list[list[dict[str, Any]]]:
     """``apiregistration/v1/helper.SortedByGroupAndVersion``."""
-    services = [e.obj for e in cluster.store.items(APISERVICES)]
+    services = [e.obj for e in cluster.store.items(APISERVICES) if not _too_new(cluster, e.obj)]
     services.sort(key=functools.cmp_to_key(_cmp_group))
     groups: list[list[dict[str, Any]]] = []
     index: dict[str, int] = {}
@@ -102,16 +115,81 @@ def backend_resource_list(group: str, version: str, resources: list[dict[str, An
     }
 
 
-# -- aggregated discovery (apidiscovery.k8s.io/v2), behind the "aggregated_discovery" option ---------
-AGGREGATED_CONTENT_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+# -- aggregated discovery (apidiscovery.k8s.io), behind the "aggregated_discovery" option ----------
+# What a kube-apiserver of the emulated version (option `server_version`) serves at /api and /apis for
+# an Accept list naming APIGroupDiscoveryList: nothing before 1.26 (the legacy documents only), v2beta1
+# from 1.26 (alpha behind the AggregatedDiscoveryEndpoint gate, on by default from 1.27, which the
+# option stands for) to 1.29, v2 from 1.30 (v2beta1 still served beside it). The ranges of the Accept
+# header are tried in the client's order; the first one the server can serve wins, and a plain
+# application/json range before any aggregated one means the legacy document.
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
 
 
-def wants_aggregated(accept: str) -> bool:
+def minor_patch(server_version: object) -> tuple[int | None, int | None]:
+    """(minor, patch) of "1.28.2", "v1.27.3-gke.100", "1.27" (patch None: not known)."""
+    if not isinstance(server_version, str) or not server_version:
+        return None, None
+    parts = server_version.lstrip("v").split("-", 1)[0].split("+", 1)[0].split(".")
+    try:
+        minor = int(parts[1]) if len(parts) > 1 else None
+    except ValueError:
+        return None, None
+    try:
+        patch = int(parts[2]) if len(parts) > 2 else None
+    except ValueError:
+        patch = None
+    return minor, patch
+
+
+def served_aggregated_versions(server_version: object) -> tuple[str, ...]:
+    """The apidiscovery.k8s.io versions a server of that version serves (no version given: the
+    emulator's default, a 1.32 server)."""
+    minor, _ = minor_patch(server_version)
+    if minor is None:
+        minor = 32
+    if minor < 26:
+        return ()
+    if minor < 30:
+        return ("v2beta1",)
+    return ("v2", "v2beta1")
+
+
+def negotiate_aggregated(accept: str, served: tuple[str, ...]) -> str | None:
+    """The apidiscovery.k8s.io version to answer with, "" for the legacy document, None when no range
+    of the Accept header can be served (the API server's 406 Not Acceptable)."""
+    only_aggregated = True
     for part in accept.split(","):
         params = [p.strip() for p in part.split(";")]
-        if "g=apidiscovery.k8s.io" in params and "v=v2" in params and "as=APIGroupDiscoveryList" in params:
-            return True
-    return False
+        named = dict(p.split("=", 1) for p in params[1:] if "=" in p)
+        if named.get("g") != "apidiscovery.k8s.io" or named.get("as") != "APIGroupDiscoveryList":
+            if params[0] and "as" not in named:
+                only_aggregated = False  # a plain range: the legacy document, if nothing comes before it
+                if params[0].lower() in ("application/json", "application/*", "*/*"):
+                    return ""
+            continue
+        if params[0].lower() == "application/json" and named.get("v") in served:
+            return named["v"]
+    return None if only_aggregated and accept.strip() else ""
+
+
+def aggregator_has_accept_defect(options: dict[str, Any]) -> bool:
+    """Whether the aggregator marks Stale a backend that ignores Accept on /apis (kubernetes/kubernetes
+    #119662): the aggregator of 1.27 and 1.28 fell back to a backend's legacy /apis/<g>/<v> only on
+    a 406, so a backend answering /apis with its legacy APIGroupList (200) or a 404 was a failure
+    and its group version Stale. Fixed by #119870, cherry-picked as #120360 into v1.27.6 and as
+    #120359 into v1.28.2 (CHANGELOG/CHANGELOG-1.27.md and CHANGELOG-1.28.md, "Fixed a regression in
+    default 1.27 configurations in kube-apiserver ... aggregated API servers that do not check
+    `Accept` headers when serving the `/apis` endpoint"). Option `aggregated_discovery_defect`
+    (True/False) decides outright; otherwise the server version does, and a version without a patch
+    number ("1.27") is not taken as having the defect."""
+    explicit = options.get("aggregated_discovery_defect")
+    if isinstance(explicit, bool):
+        return explicit
+    minor, patch = minor_patch(options.get("server_version"))
+    if patch is None:
+        return False
+    return (minor == 27 and patch < 6) or (minor == 28 and patch < 2)
 
 
 def _aggregated_resources(cluster: Cluster, group: str, version: str) -> list[dict[str, Any]]:
@@ -155,10 +233,13 @@ def _backend_resources(group: str, version: str, resources: list[dict[str, Any]]
     ]
 
 
-def aggregated_list(cluster: Cluster, *, legacy_core: bool) -> dict[str, Any]:
-    """``/api`` (legacy_core) or ``/apis`` as an APIGroupDiscoveryList. A non-Local APIService that is
-    not Available is listed with ``freshness: Stale`` and no resources, as the aggregator does."""
+def aggregated_list(cluster: Cluster, *, legacy_core: bool, discovery_version: str = "v2") -> dict[str, Any]:
+    """``/api`` (legacy_core) or ``/apis`` as an APIGroupDiscoveryList of apidiscovery.k8s.io/`discovery_version`.
+    A non-Local APIService that is not Available is listed with ``freshness: Stale`` and no resources,
+    as the aggregator does; so is an Available one whose backend ignores Accept on /apis, on an
+    aggregator with the defect of kubernetes/kubernetes#119662 (`aggregator_has_accept_defect`)."""
     items: list[dict[str, Any]] = []
+    defect = aggregator_has_accept_defect(cluster.options)
     with cluster.store.lock:
         if legacy_core:
             items.append(
@@ -183,11 +264,16 @@ def aggregated_list(cluster: Cluster, *, legacy_core: bool) -> dict[str, Any]:
                         continue
                     conds = (svc.get("status") or {}).get("conditions") or []
                     available = any(c.get("type") == "Available" and c.get("status") == "True" for c in conds)
-                    backend = cluster.backends.get((group, version))
-                    if available and backend is not None:
+                    backend = cluster.backend(group, version)
+                    if available and backend is not None and not (defect and not backend.honours_discovery_accept):
                         resources = _backend_resources(group, version, backend.resources)
                         versions.append({"version": version, "resources": resources, "freshness": "Current"})
                     else:
                         versions.append({"version": version, "freshness": "Stale"})
                 items.append({"metadata": {"name": group}, "versions": versions})
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{discovery_version}",
+        "metadata": {},
+        "items": items,
+    }

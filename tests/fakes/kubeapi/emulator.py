@@ -210,8 +210,12 @@ class Emulator:
         cluster.rbac = True
 
     # -- aggregated APIs ----------------------------------------------------------------------------
-    def register_aggregated_backend(self, group: str, version: str, resources: list[dict[str, Any]]) -> None:
-        self.cluster.register_aggregated_backend(group, version, resources)
+    def register_aggregated_backend(
+        self, group: str, version: str, resources: list[dict[str, Any]], *, honours_discovery_accept: bool = True
+    ) -> None:
+        self.cluster.register_aggregated_backend(
+            group, version, resources, honours_discovery_accept=honours_discovery_accept
+        )
 
     # -- controllers ------------------------------------------------------------------------------
     def register_controller(self, ctrl: Controller) -> None:

@@ -31,6 +31,11 @@ class ResourceType:
     status_subresource: bool = False
     # an aggregated API (served by a registered backend behind a non-Local APIService)
     aggregated: bool = False
+    # the store of another type that holds these objects (events.k8s.io Events live in core's)
+    storage: tuple[str, str] | None = None
+    # the first minor release of Kubernetes that serves it (0: every release the emulator plays);
+    # an emulator whose option `server_version` is older does not serve it
+    since_minor: int = 0
 
     @property
     def group_version(self) -> str:
@@ -43,7 +48,7 @@ class ResourceType:
     @property
     def key(self) -> tuple[str, str]:
         """Storage key: one store per (group, resource), shared by every served version."""
-        return (self.group, self.plural)
+        return self.storage or (self.group, self.plural)
 
     @property
     def gr(self) -> str:
@@ -319,6 +324,18 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     # storage.k8s.io/v1
     _rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short=("sc",), rdo=True),
     _rt("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
+    # the core Events, seen through events.k8s.io/v1 (events_v1.py converts)
+    ResourceType(
+        group="events.k8s.io",
+        version="v1",
+        plural="events",
+        singular="event",
+        kind="Event",
+        namespaced=True,
+        short_names=("ev",),
+        storage=("", "events"),
+        since_minor=19,
+    ),
 )
 
 # Built-in groups in the order the real /apis lists them (by APIService group priority).
@@ -366,6 +383,9 @@ class AggregatedBackend:
     group: str
     version: str
     resources: list[dict[str, Any]] = field(default_factory=list)
+    # False: its /apis ignores the Accept header and answers the legacy APIGroupList (or 404), as Agones'
+    # extension server did; an aggregator without the fix of kubernetes/kubernetes#119870 marks it Stale
+    honours_discovery_accept: bool = True
 
 
 def crd_types(crd: dict[str, Any]) -> list[ResourceType]:

@@ -37,6 +37,7 @@ from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTA
 
 Cause = Literal[
     "apiservice_unavailable",
+    "aggregated_discovery_defect",
     "orphaned_finalizer",
     "namespace_finalizer",
     "webhook_blocks_delete",
@@ -2207,7 +2208,125 @@ def _scenarios() -> list[Scenario]:
     ]
 
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in _scenarios()}
+# --------------------------------------------------------------------------------------------
+# Issue 23 §1: discovery as the namespace controller sees it. kube-controller-manager (client-go 1.27+)
+# reads aggregated discovery; the aggregator of 1.27.0-1.27.5 and 1.28.0-1.28.1 marks Stale a backend
+# that ignores the Accept header of /apis (kubernetes/kubernetes#119662, Agones' allocation API),
+# although its APIService is Available and /apis/allocation.agones.dev/v1 answers.
+
+AGONES_IP = "10.96.88.15"
+_AGONES_RESOURCES = [
+    {
+        "name": "gameserverallocations",
+        "singularName": "gameserverallocation",
+        "namespaced": True,
+        "kind": "GameServerAllocation",
+        "verbs": ["create"],
+    }
+]
+
+
+def _agones(emu: Any, *, broken: bool = False) -> Api:
+    """Agones' controller in agones-system serving allocation.agones.dev/v1 (its /apis ignores Accept)."""
+    api = _start(emu)
+    api.ensure_namespace("agones-system")
+    api.deployment(
+        "agones-system",
+        "agones-controller",
+        node="node-1",
+        image="us-docker.pkg.dev/agones-images/release/agones-controller:1.31.0",
+        ports=[{"name": "https", "containerPort": 8081, "protocol": "TCP"}],
+        labels={"agones.dev/role": "controller"},
+        annotations={CRASH_LOOP_ANNOTATION: "true"} if broken else None,
+    )
+    api.service(
+        "agones-system",
+        "agones-controller-service",
+        selector={"agones.dev/role": "controller"},
+        ports=[{"name": "https", "port": 443, "targetPort": "https"}],
+        cluster_ip=AGONES_IP,
+    )
+    emu.register_aggregated_backend("allocation.agones.dev", "v1", _AGONES_RESOURCES, honours_discovery_accept=False)
+    api.apiservice("allocation.agones.dev", "v1", svc_ns="agones-system", svc_name="agones-controller-service")
+    run_for(emu, 60, step=30)
+    api.namespace("game-servers")
+    app(api, "game-servers", "lobby", replicas=1, grace=10)
+    run_for(emu, 15)
+    api.delete_namespace("game-servers")
+    run_for(emu, 180, step=30)
+    return api
+
+
+_AGONES_APISERVICE = ObjectRef("APIService", "v1.allocation.agones.dev", api_version="apiregistration.k8s.io/v1")
+_STALE = {"aggregated_discovery": True, "discovery_error_style": "stale"}
+
+
+def _aggregated_discovery_scenarios() -> list[Scenario]:
+    return [
+        Scenario(
+            name="aggregator-stale-defect",
+            title="1.28.1: the aggregator marks Agones' available allocation API Stale (kubernetes#119662)",
+            description=(
+                "Agones' extension server answers /apis with its legacy APIGroupList whatever the Accept header; "
+                "the 1.28.1 aggregator does not fall back to /apis/allocation.agones.dev/v1 and lists the "
+                "version Stale in aggregated discovery, although the APIService is Available and the "
+                "per-version document answers. kube-controller-manager fails discovery on it."
+            ),
+            build=_agones,
+            options=MappingProxyType({**_STALE, "server_version": "1.28.1"}),
+            expected=Expected(
+                namespace="game-servers",
+                state="terminating",
+                causes=("aggregated_discovery_defect",),
+                blocking=(_AGONES_APISERVICE,),
+                first_remedy="restore_backend",
+                conditions=conditions(discovery=_unavailable("allocation.agones.dev/v1", "stale")),
+                apiservices=(APIServiceExpectation("v1.allocation.agones.dev", "True", "Passed", "all checks passed"),),
+            ),
+        ),
+        Scenario(
+            name="aggregator-stale-fixed",
+            title="1.28.2: the same Agones backend, an aggregator with the fix: nothing is stuck",
+            description=(
+                "The aggregator of 1.28.2 (kubernetes#120359) falls back to the legacy per-version document of a "
+                "backend that ignores Accept; allocation.agones.dev/v1 is Current and the namespace goes away."
+            ),
+            build=_agones,
+            options=MappingProxyType({**_STALE, "server_version": "1.28.2"}),
+            expected=Expected(
+                namespace="game-servers",
+                state="not_found",
+                causes=(),
+                blocking=(),
+                first_remedy="none",
+            ),
+        ),
+        Scenario(
+            name="aggregated-stale-backend-down",
+            title="1.28.1: allocation.agones.dev/v1 Stale because Agones' controller is crash-looping",
+            description=(
+                "Aggregated discovery lists the version Stale, and its APIService is not Available: the backend "
+                "really is down. The defect of kubernetes#119662 is not the cause; the evidence chain is."
+            ),
+            build=functools.partial(_agones, broken=True),
+            options=MappingProxyType({**_STALE, "server_version": "1.28.1"}),
+            expected=Expected(
+                namespace="game-servers",
+                state="terminating",
+                causes=("apiservice_unavailable",),
+                blocking=(_AGONES_APISERVICE,),
+                first_remedy="restore_backend",
+                acceptable_remedies=("delete_apiservice",),
+                # what allocation.agones.dev/v1 serves cannot be listed: a gap, no force-finalize
+                complete=False,
+                gaps=("allocation.agones.dev/v1",),
+                conditions=conditions(discovery=_unavailable("allocation.agones.dev/v1", "stale")),
+            ),
+        ),
+    ]
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [*_scenarios(), *_aggregated_discovery_scenarios()]}
 
 
 def apply_scenario(emu: Any, name: str) -> Scenario:

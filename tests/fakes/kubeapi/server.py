@@ -10,12 +10,12 @@ import struct
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import discovery, openapi, protobuf, rbac, tables
+from . import discovery, events_v1, openapi, protobuf, rbac, tables
 from .apiserver import Ctx, DeleteOptions, Result
 from .errors import (
     ApiError,
@@ -346,9 +346,18 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/api", "/apis"):
             self._get_only(req)
             accept = req.headers.get("Accept") or ""
-            if self.emu.options.get("aggregated_discovery") and discovery.wants_aggregated(accept):
-                doc = discovery.aggregated_list(self.emu.cluster, legacy_core=path == "/api")
-                self._send(200, doc, discovery.AGGREGATED_CONTENT_TYPE, {"Vary": "Accept"})
+            served: tuple[str, ...] = ()
+            if self.emu.options.get("aggregated_discovery"):
+                served = discovery.served_aggregated_versions(self.emu.options.get("server_version"))
+            chosen = discovery.negotiate_aggregated(accept, served)
+            if chosen is None:
+                media = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+                self._send_error(
+                    ApiError(406, "NotAcceptable", f"only the following media types are accepted: {media}", {})
+                )
+            elif chosen:
+                doc = discovery.aggregated_list(self.emu.cluster, legacy_core=path == "/api", discovery_version=chosen)
+                self._send(200, doc, discovery.aggregated_content_type(chosen), {"Vary": "Accept"})
             elif path == "/api":
                 self._send(200, discovery.api_versions(self.emu.cluster), headers={"Vary": "Accept"})
             else:
@@ -417,7 +426,7 @@ class Handler(BaseHTTPRequestHandler):
         cluster = self.emu.cluster
         with cluster.store.lock:
             svc = cluster.apiservice(group, version)
-            backend = cluster.backends.get((group, version))
+            backend = cluster.backend(group, version)
         if svc is None or not (svc.get("spec") or {}).get("service"):
             return False
         if rest:  # a resource request: authorized before the aggregator proxies it
@@ -655,12 +664,20 @@ class Handler(BaseHTTPRequestHandler):
                 res = cluster.create_subresource(rt, ns, rr.name, rr.sub, body=self._json_body(req), ctx=ctx)
                 self._send(res.code, res.body, warnings=res.warnings)
                 return
+            if rt.group == events_v1.GROUP:  # stored as a core Event, answered as events.k8s.io
+                res = cluster.create(self._core_events(), ns, self._events_body(req), ctx)
+                self._reply(req, rt, self._as_events_v1(res))
+                return
             res = cluster.create(rt, ns, self._json_body(req), ctx)
             self._reply(req, rt, res)
             return
         if verb == "update":
             assert rr.name is not None
             ctx = Ctx(req.user, self._dry_run(req, "UpdateOptions"), manager=_field_manager(req))
+            if rt.group == events_v1.GROUP:
+                res = cluster.update(self._core_events(), ns, rr.name, self._events_body(req), sub=rr.sub, ctx=ctx)
+                self._reply(req, rt, self._as_events_v1(res))
+                return
             res = cluster.update(rt, ns, rr.name, self._json_body(req), sub=rr.sub, ctx=ctx)
             self._reply(req, rt, res)
             return
@@ -695,6 +712,20 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(req, rt, res)
             return
         raise method_not_allowed()
+
+    def _core_events(self) -> ResourceType:
+        return self.emu.cluster.rt("", "v1", "events")
+
+    def _events_body(self, req: RequestState) -> Any:
+        body = self._json_body(req)
+        return events_v1.to_core(body) if isinstance(body, dict) else body
+
+    @staticmethod
+    def _as_events_v1(res: Result) -> Result:
+        obj = json.loads(res.body) if isinstance(res.body, bytes) else res.body
+        if res.code < 300 and isinstance(obj, dict) and obj.get("kind") == "Event":
+            return replace(res, body=dumps(events_v1.to_events_v1(obj)))
+        return res
 
     def _reply(self, req: RequestState, rt: ResourceType, res: Result, *, is_list: bool = False) -> None:
         accept = req.headers.get("Accept") or ""
@@ -802,6 +833,8 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     def _event_bytes(self, etype: str, rt: ResourceType, obj: dict[str, Any], req: RequestState) -> bytes:
+        if rt.group == events_v1.GROUP and obj.get("kind") == "Event":
+            obj = events_v1.to_events_v1(obj)
         if rt.custom and obj.get("apiVersion") != rt.api_version:
             obj = {**obj, "apiVersion": rt.api_version}
         if "as=Table" in (req.headers.get("Accept") or ""):

@@ -191,6 +191,7 @@ class KubeHTTP:
         query: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> tuple[int, str, bytes]:
         """Send one request on this thread's keep-alive connection; returns (status, content type, body).
 
@@ -200,7 +201,7 @@ class KubeHTTP:
         if query:
             url += "?" + urllib.parse.urlencode(dict(query))
         payload = None if body is None else json.dumps(body).encode()
-        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": accept}
         if payload is not None:
             headers["Content-Type"] = content_type
         for attempt in range(2):
@@ -238,6 +239,14 @@ class KubeHTTP:
 
     def get(self, path: str, **query: str) -> JSON:
         return self.request("GET", path, query=query or None)
+
+    def get_negotiated(self, path: str, accept: str) -> tuple[JSON, str]:
+        """A GET with that Accept header: the document and the Content-Type it came back as."""
+        status, ctype, data = self.raw("GET", path, accept=accept)
+        if status >= 400:
+            raise ApiError(status=status, method="GET", path=path, body=data, content_type=ctype)
+        parsed = json.loads(data) if data else {}
+        return (parsed if isinstance(parsed, dict) else {"value": parsed}), ctype
 
     def get_or_none(self, path: str, **query: str) -> JSON | None:
         try:

@@ -10,19 +10,29 @@ The namespace controller copies the discovery error text verbatim into the
 - aggregated discovery (``"stale"``): a version the aggregator could not fetch is marked Stale and
   reported as ``stale GroupVersion discovery: <group/version>`` (client-go >= 1.27).
 
-The emulated server may answer only the legacy documents; the "stale" style is therefore modelled on
-top of the legacy walk: a group version that fails is reported with the stale text, which is what a
-kube-controller-manager using aggregated discovery sees for the same failure.
+Like client-go (1.27+), /api and /apis are asked for aggregated discovery first (``AGGREGATED_ACCEPT``);
+when the server answers with an APIGroupDiscoveryList (its Content-Type says so), the resources come
+from it and a version with ``freshness: Stale`` fails with ``stale GroupVersion discovery: <gv>``,
+whatever the style, without asking its per-version document. When the server answers the legacy
+documents, the "stale" style is modelled on top of the legacy walk: a group version that fails is
+reported with the stale text, which is what a kube-controller-manager using aggregated discovery sees
+for the same failure.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ._http import JSON, ApiError, KubeHTTP
 
 DiscoveryErrorStyle = Literal["legacy", "stale"]
+
+# client-go's discovery client: v2, then v2beta1, then the legacy documents
+AGGREGATED_ACCEPT = (
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+)
 
 
 @dataclass(frozen=True)
@@ -97,11 +107,49 @@ def discover(client: KubeHTTP, *, style: DiscoveryErrorStyle = "legacy") -> Disc
     Raises DiscoveryError when ``/api`` or ``/apis`` fails (not an ErrGroupDiscoveryFailed).
     """
     try:
-        core = client.get("/api")
-        groups_doc = client.get("/apis")
+        core, core_type = client.get_negotiated("/api", AGGREGATED_ACCEPT)
+        groups_doc, groups_type = client.get_negotiated("/apis", AGGREGATED_ACCEPT)
     except ApiError as err:
         raise DiscoveryError(err.client_go_text) from err
+    if "as=APIGroupDiscoveryList" in core_type and "as=APIGroupDiscoveryList" in groups_type:
+        return _from_aggregated([*(core.get("items") or []), *(groups_doc.get("items") or [])])
+    return _legacy_walk(client, core, groups_doc, style)
 
+
+def _from_aggregated(items: list[Any]) -> DiscoveryResult:
+    """client-go's aggregated discovery: resources from the document, Stale versions failed."""
+    failed: dict[str, str] = {}
+    fetched: dict[tuple[str, str], list[JSON]] = {}
+    groups: list[tuple[str, list[str], str]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        group = str((item.get("metadata") or {}).get("name") or "")
+        versions = [v for v in item.get("versions") or [] if isinstance(v, dict)]
+        names = [str(v.get("version") or "") for v in versions]
+        if not names:
+            continue
+        groups.append((group, names, names[0]))
+        for v in versions:
+            version = str(v.get("version") or "")
+            gv = f"{group}/{version}" if group else version
+            if v.get("freshness") == "Stale":
+                failed[gv] = f"stale GroupVersion discovery: {gv}"
+                continue
+            fetched[(group, version)] = [
+                {
+                    "name": r.get("resource", ""),
+                    "kind": (r.get("responseKind") or {}).get("kind", ""),
+                    "namespaced": r.get("scope") == "Namespaced",
+                    "verbs": list(r.get("verbs") or []),
+                }
+                for r in v.get("resources") or []
+                if isinstance(r, dict)
+            ]
+    return _result(groups, fetched, failed)
+
+
+def _legacy_walk(client: KubeHTTP, core: JSON, groups_doc: JSON, style: DiscoveryErrorStyle) -> DiscoveryResult:
     groups: list[tuple[str, list[str], str]] = []  # (group, versions in order, preferred version)
     core_versions = [str(v) for v in core.get("versions") or []]
     if core_versions:
@@ -125,7 +173,12 @@ def discover(client: KubeHTTP, *, style: DiscoveryErrorStyle = "legacy") -> Disc
                 failed[gv] = gv_error_text(err, gv, style)
                 continue
             fetched[(group, version)] = [r for r in doc.get("resources") or [] if isinstance(r, dict)]
+    return _result(groups, fetched, failed)
 
+
+def _result(
+    groups: list[tuple[str, list[str], str]], fetched: dict[tuple[str, str], list[JSON]], failed: dict[str, str]
+) -> DiscoveryResult:
     preferred_resources: dict[tuple[str, str], APIResource] = {}  # (group, resource) -> chosen
     all_resources: list[APIResource] = []
     order: list[tuple[str, str]] = []
