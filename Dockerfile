@@ -7,7 +7,9 @@
 # requirements/constraints.txt (wheels only), into a virtual environment; the second is the slim
 # Python image with that environment and an unprivileged user: no compiler, no pip, no source tree.
 # The wheel carries the Alembic migrations (share/nsstuck/migrations), so `nsstuck db upgrade` runs
-# from the image. The Python is the one the test suite runs on (CI: 3.11).
+# from the image. The Python is the one the test suite runs on (CI: 3.11). The AWS CLI, from PyPI,
+# pinned in requirements/aws.txt, lives in an environment of its own (/opt/aws) with `aws` on the PATH,
+# so that kubeconfigs whose exec plugin is `aws eks get-token` work as they are.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
@@ -15,7 +17,7 @@ FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
-COPY requirements/constraints.txt requirements/constraints.txt
+COPY requirements/constraints.txt requirements/aws.txt requirements/
 COPY pyproject.toml README.md ./
 COPY migrations/ migrations/
 COPY bot/ bot/
@@ -26,6 +28,11 @@ RUN python -m venv /opt/nsstuck \
  && /opt/nsstuck/bin/pip uninstall --yes pip setuptools \
  && /opt/nsstuck/bin/nsstuck --help >/dev/null \
  && /opt/nsstuck/bin/python -c "from bot.store.migrating import migrations_dir; print(migrations_dir())"
+RUN python -m venv /opt/aws \
+ && /opt/aws/bin/pip install --no-cache-dir --only-binary=:all: --requirement requirements/aws.txt \
+ && /opt/aws/bin/pip uninstall --yes pip setuptools \
+ && ln -s /opt/aws/bin/aws /opt/nsstuck/bin/aws \
+ && /opt/nsstuck/bin/aws --version
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="nsstuck" \
@@ -42,6 +49,7 @@ RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/nsstuck --create-home \
       --shell /usr/sbin/nologin nsstuck
 COPY --from=build /opt/nsstuck /opt/nsstuck
+COPY --from=build /opt/aws /opt/aws
 # numeric, so that Kubernetes can check runAsNonRoot
 USER 10001:10001
 # the default SQLite database (sqlite:///nsstuck.db) lands here

@@ -23,6 +23,8 @@ from bot.errors import ConfigError, NsstuckError, UserError
 from bot.settings import AppConfig, Settings, load_config, load_settings
 
 if TYPE_CHECKING:
+    from bot.domain.findings import Diagnosis
+    from bot.kube.collecting import Progress
     from bot.kube.connecting import ClusterTarget
     from bot.store.database import Database
     from bot.store.migrating import MigrationTarget
@@ -31,13 +33,6 @@ log = logging.getLogger("nsstuck")
 
 
 Handler = Callable[[argparse.Namespace, "Context"], int]
-
-
-class NotBuiltYetError(NsstuckError):
-    """A command of the contract whose implementation has not landed yet."""
-
-    def __init__(self, command: str) -> None:
-        super().__init__(f"'{command}' is part of the interface but not implemented in this version yet")
 
 
 class Context:
@@ -79,29 +74,85 @@ class Context:
 
 
 def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
-    settings = ctx.settings
-    config = ctx.config
+    """Every problem of the environment and the config file at once, each on its own line."""
+    from bot.settings import DEFAULT_CONFIG_PATH, config_problems, settings_problems
     from bot.store.database import redact_url  # the store is only needed by this branch
 
-    ctx.print(f"config: {ctx.config_path} is valid")
-    ctx.print(f"database: {redact_url(settings.database_url)}")
-    if settings.migration_database_url:
-        ctx.print(f"migrations: {redact_url(settings.migration_database_url)}")
-    ctx.print(f"clusters: {', '.join(config.cluster_names) if config.clusters else 'none'}")
-    for digest in config.digests:
-        scope = ", ".join(digest.clusters) if digest.clusters else "all clusters"
-        ctx.print(f"digest: {digest.channel} at '{digest.schedule}' {digest.timezone} ({scope})")
-    mode = "socket mode" if settings.slack_app_token else "HTTP mode"
-    ready = settings.slack_bot_token is not None and (
-        settings.slack_app_token is not None or settings.slack_signing_secret is not None
+    settings, problems = settings_problems()
+    explicit: Path | None = args.config
+    path = explicit or (
+        settings.config_path if settings else Path(os.environ.get("NSSTUCK_CONFIG") or DEFAULT_CONFIG_PATH)
     )
-    ctx.print(f"slack: {mode}, {'credentials set' if ready else 'credentials missing'}")
-    return 0
+    default = explicit is None and path == DEFAULT_CONFIG_PATH
+    exists = path.exists()
+    config, file_problems = config_problems(path, required=not default)
+    problems += file_problems
+    data: dict[str, Any] = {
+        "schema": "nsstuck.config-check/v1",
+        "valid": not problems,
+        "problems": [str(p) for p in problems],
+        "config": {"path": str(path), "exists": exists, "default": default},
+    }
+    lines: list[str] = []
+    if not exists and default:
+        lines.append(f"config: no config file at {path} (the default path): no clusters are registered")
+    elif config is not None:
+        lines.append(f"config: {path} is valid")
+    if settings is not None:
+        data["database"] = redact_url(settings.database_url)
+        lines.append(f"database: {data['database']}")
+        if settings.migration_database_url:
+            lines.append(f"migrations: {redact_url(settings.migration_database_url)}")
+    if config is not None:
+        data["clusters"] = config.cluster_names
+        lines.append(f"clusters: {', '.join(config.cluster_names) if config.clusters else 'none'}")
+        data["digests"] = []
+        for digest in config.digests:
+            scope = ", ".join(digest.clusters) if digest.clusters else "all clusters"
+            data["digests"].append(
+                {"channel": digest.channel, "schedule": digest.schedule, "clusters": list(digest.clusters)}
+            )
+            lines.append(f"digest: {digest.channel} at '{digest.schedule}' {digest.timezone} ({scope})")
+    if settings is not None:
+        lines.append(_slack_line(settings, data))
+    if args.output != "text":
+        _emit(ctx, args, data, str)
+    else:
+        for line in [] if problems else lines:  # invalid: the problems alone, on stderr
+            ctx.print(line)
+        for problem in problems:
+            print(f"nsstuck: config error: {problem}", file=ctx.err)
+    return 2 if problems else 0
+
+
+def _slack_line(settings: Settings, data: dict[str, Any]) -> str:
+    """What `nsstuck serve` would find of Slack's variables, each missing one named."""
+    socket = settings.slack_app_token is not None
+    missing = [] if settings.slack_bot_token is not None else ["SLACK_BOT_TOKEN (the bot token, xoxb-...)"]
+    if not socket and settings.slack_signing_secret is None:
+        missing.append("SLACK_SIGNING_SECRET (HTTP mode; or SLACK_APP_TOKEN, xapp-..., for Socket Mode)")
+    data["slack"] = {"mode": "socket" if socket else "http", "missing": [m.split(" ")[0] for m in missing]}
+    mode = "socket mode" if socket else "HTTP mode"
+    if missing:
+        return f"slack: {mode}, not set for nsstuck serve: {'; '.join(missing)}"
+    return f"slack: {mode}, credentials set"
+
+
+SLACK_HINT = """\
+nsstuck serve needs the Slack app's credentials in the environment:
+  SLACK_BOT_TOKEN       the Bot User OAuth Token (xoxb-...): your app's settings, Install App
+  SLACK_SIGNING_SECRET  HTTP mode: the Signing Secret: your app's settings, Basic Information
+  SLACK_APP_TOKEN       or, for Socket Mode instead, an app-level token (xapp-...) with connections:write
+How to create the app from slack/manifest.yaml: README, "From nothing to a working bot in your workspace".
+To see the whole product without Slack or a cluster first: make demo
+"""
 
 
 def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     settings = ctx.settings
     config = ctx.config
+    if settings.slack_bot_token is None or (settings.slack_app_token is None and settings.slack_signing_secret is None):
+        ctx.err.write(SLACK_HINT)  # then the one line that says what is missing
     if settings.slack_bot_token is None:
         raise ConfigError("environment", "SLACK_BOT_TOKEN", "required by serve (the bot token, xoxb-...)")
     if settings.slack_app_token is None and settings.slack_signing_secret is None:
@@ -161,6 +212,9 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     remediation = Remediation(
         db, config=config, settings=settings, clusters=clusters, notifier=slack, people=PeopleDirectory(slack.client)
     )
+    from bot.services.clusterchecking import ClusterChecks
+
+    checks = ClusterChecks(config, clusters)
     door = create_app(
         settings=settings,
         config=config,
@@ -169,7 +223,8 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         slack=slack,
         answering=answering,
         remediation=remediation,
-        closing=(answering.close, remediation.close, slack.close, clusters.close),
+        cluster_checks=checks,
+        closing=(answering.close, remediation.close, checks.close, slack.close, clusters.close),
     )
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     jobs = job_list(
@@ -185,6 +240,10 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     )
     gc.freeze()  # everything imported and built so far lives as long as the process: keep it out of the GC's way
     scheduler = scheduling.start(jobs)
+
+    def alive() -> list[str]:  # /healthz: what the process cannot do without
+        return [*scheduling.problems(scheduler), *answering.problems(), *remediation.problems()]
+
     try:
         serve(
             door,
@@ -192,6 +251,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             app_token=app_token,
             ping_interval=settings.socket_ping_seconds,
             stale_after=settings.socket_stale_seconds,
+            alive=alive,
         )
     finally:
         scheduling.stop(scheduler)
@@ -241,34 +301,31 @@ def cmd_db_current(args: argparse.Namespace, ctx: Context) -> int:
     target = _migration_target(ctx)
     current = migrating.current_revision(target.url, variable=target.variable)
     head = migrating.head_revision()
-    ctx.print(f"current: {current or 'none (empty database)'}")
-    ctx.print(f"head: {head}")
+    data = {"schema": "nsstuck.db/v1", "current": current, "head": head, "at_head": current == head}
+    _emit(ctx, args, data, lambda: f"current: {current or 'none (empty database)'}\nhead: {head}\n")
     return 0 if current == head else 1
 
 
 def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
-    """The cluster named by the selection options (contract §1), checked before anything connects."""
-    from bot.kube.connecting import ClusterTarget, current_context
+    """The cluster named by the selection options (contract §1), checked before anything connects:
+    `--cluster NAME` from the config file, else the kubeconfig found the way kubectl finds it
+    (`--kubeconfig`, else `$KUBECONFIG`, a path list, else `~/.kube/config`) with its current context
+    or `--context`, whether or not the config file lists clusters."""
+    from bot.kube.connecting import ClusterTarget, current_context, joined, kubeconfig_paths
     from bot.kube.registry import ClusterRegistry
 
     if args.cluster and args.kubeconfig:
         raise UserError("use either --cluster NAME or --kubeconfig PATH, not both")
-    if args.context and not args.kubeconfig:
-        raise UserError("--context goes with --kubeconfig")
+    if args.cluster and args.context:
+        raise UserError("use either --cluster NAME (its context is in the config file) or --context NAME, not both")
     if args.cluster:
         cluster = ctx.config.require_cluster(args.cluster)  # unknown: said with the closest registered name
         return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(cluster.cluster_name)
-    if args.kubeconfig:
-        if not Path(args.kubeconfig).is_file():
-            raise UserError(f"kubeconfig {args.kubeconfig!r} does not exist or is not a file")
-        kubeconfig = Path(args.kubeconfig)
-        name = ClusterName(args.context or current_context(kubeconfig) or kubeconfig.name)
-        return ClusterTarget(name=name, kubeconfig=kubeconfig, context=args.context)
-    if len(ctx.config.clusters) == 1:
-        return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(ctx.config.clusters[0].cluster_name)
-    if ctx.config.clusters:
-        raise UserError(f"name a cluster with --cluster ({', '.join(ctx.config.cluster_names)})")
-    raise UserError("no cluster: pass --cluster NAME (from the config file) or --kubeconfig PATH")
+    paths = kubeconfig_paths(args.kubeconfig, os.environ)
+    kubeconfig = paths[0] if len(paths) == 1 else joined(paths)
+    context = args.context or current_context(kubeconfig)
+    name = ClusterName(context or paths[0].name)
+    return ClusterTarget(name=name, kubeconfig=kubeconfig, context=context)
 
 
 def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
@@ -281,13 +338,63 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     if args.timeout <= 0:
         raise UserError("--timeout must be a positive number of seconds")
     target = _select_cluster(args, ctx)
-    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout))
-    result = diagnose_namespace(target, args.namespace, options=options)
-    if args.json:
-        ctx.print(json.dumps(result.diagnosis.to_json(), indent=2))
-    else:
-        ctx.out.write(render_text(result.diagnosis))
+    progress = _ProgressLine(ctx.err, f"{target.name}/{args.namespace}") if _is_terminal(ctx.err) else None
+    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout), progress=progress)
+    try:
+        result = diagnose_namespace(target, args.namespace, options=options)
+    finally:
+        if progress is not None:
+            progress.clear()
+    diagnosis = result.diagnosis
+    colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
+    _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
+    if args.exit_code and is_stuck(diagnosis):
+        cause = diagnosis.cause.value if diagnosis.cause else "unknown"
+        print(f"nsstuck: {args.namespace} on {target.name} is stuck: {cause}", file=ctx.err)
+        return STUCK
     return 0
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed, or not a real stream
+        return False
+
+
+class _ProgressLine:
+    """One line on stderr, rewritten in place while a diagnosis collects (a terminal only)."""
+
+    def __init__(self, err: TextIO, what: str) -> None:
+        self.err = err
+        self.what = what
+        self.shown = False
+
+    def __call__(self, progress: Progress) -> None:
+        if progress.lists_total == 0:
+            step = f"discovery {progress.discovery_done}/{progress.discovery_total}"
+        else:
+            step = f"discovery done, lists {progress.lists_done}/{progress.lists_total}"
+        self.err.write(f"\r\x1b[Knsstuck: diagnosing {self.what}: {step}")
+        self.err.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            self.err.write("\r\x1b[K")
+            self.err.flush()
+
+
+STUCK = 4  # `diagnose --exit-code`: terminating, and a finding holds it
+
+
+def is_stuck(diagnosis: Diagnosis) -> bool:
+    """Terminating, with a blocking finding; content still being deleted normally is not stuck."""
+    from bot.domain.findings import Cause, NamespaceState
+
+    return diagnosis.state is NamespaceState.TERMINATING and any(
+        f.blocking and f.cause is not Cause.CONTENT_DELETING for f in diagnosis.findings
+    )
 
 
 def _migrated_database(ctx: Context) -> Database:
@@ -318,10 +425,7 @@ def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
         result = history(db, cluster=args.cluster, namespace=args.namespace, open_only=args.open, limit=args.limit)
     finally:
         db.dispose()
-    if args.json:
-        ctx.print(json.dumps(result.to_json(), indent=2))
-    else:
-        ctx.out.write(render_text(result))
+    _emit(ctx, args, result.to_json(), lambda: render_text(result))
     return 0
 
 
@@ -334,8 +438,20 @@ def cmd_audit_verify(args: argparse.Namespace, ctx: Context) -> int:
         report = verify(db, expect_head=expect)
     finally:
         db.dispose()
-    for line in report.lines():
-        ctx.print(line)
+    expected = report.expected
+    data = {
+        "schema": "nsstuck.audit-verify/v1",
+        "intact": report.intact,
+        "entries": report.entries,
+        "head": {"seq": report.head_seq, "hash": report.head_hash},
+        "backups": report.backups,
+        "problem_count": report.problem_count,
+        "problems": list(report.problems),
+        "expected": None
+        if expected is None
+        else {"prefix": expected.prefix, "seq": expected.seq, "hash": expected.hash, "reached": expected.reached},
+    }
+    _emit(ctx, args, data, lambda: "".join(f"{line}\n" for line in report.lines()))
     return 0 if report.intact else 1
 
 
@@ -356,7 +472,8 @@ def cmd_audit_export(args: argparse.Namespace, ctx: Context) -> int:
         raise UserError("--request must be a positive request id")
     db = _migrated_database(ctx)
     try:
-        for chunk in export(db, "csv" if args.csv else "json", since=since, request=args.request):
+        fmt = "csv" if args.csv or args.output == "csv" else "json"
+        for chunk in export(db, fmt, since=since, request=args.request):
             ctx.out.write(chunk)
         ctx.out.flush()
     except BrokenPipeError:  # the reader stopped early (`| head`): not an error worth a traceback
@@ -376,7 +493,12 @@ def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
         backup = load_backup(db, args.id)
     finally:
         db.dispose()
-    ctx.out.write(render_backup(backup, raw=args.raw))
+    if args.output == "yaml":
+        ctx.out.write(render_backup(backup, raw=args.raw))
+    else:
+        from bot.services.auditing import backup_document
+
+        ctx.print(json.dumps(backup_document(backup, raw=args.raw), indent=2))
     if not backup.intact:
         print(f"nsstuck: backup {backup.id} does not match its sha256: it was changed after it was taken", file=ctx.err)
         return 1
@@ -384,6 +506,8 @@ def cmd_backup_show(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
+    from functools import partial
+
     from bot.kube.registry import ClusterRegistry
     from bot.services.digest_text import render_text
     from bot.services.digesting import clock_for, run_now
@@ -409,7 +533,7 @@ def cmd_digest_run(args: argparse.Namespace, ctx: Context) -> int:
         for channel in channels:
             digest = run_now(db, config, clusters, channel=channel, now=clock(), poster=poster)
             if args.dry_run:
-                ctx.out.write(render_text(digest))
+                _emit(ctx, args, digest.to_json(), partial(render_text, digest))
             else:
                 ctx.print(f"digest posted to {channel}: {digest.stuck} stuck")
     finally:
@@ -424,37 +548,156 @@ def _digest_poster(settings: Settings) -> Callable[[Any], str | None]:
 
 
 def cmd_clusters_check(args: argparse.Namespace, ctx: Context) -> int:
-    _ = ctx.config
-    raise NotBuiltYetError("clusters check")
+    from bot.kube.registry import ClusterRegistry
+    from bot.services.clusterchecking import ClustersCheck, check_cluster, render_table
+    from bot.settings import ClusterConfig
+
+    if args.timeout <= 0:
+        raise UserError("--timeout must be a positive number of seconds")
+    adhoc = bool(args.kubeconfig or args.context) or (not args.cluster and not ctx.config.clusters)
+    if adhoc:
+        # no registered cluster (or a kubeconfig named): the one kubectl would use, for reading only
+        target = _select_cluster(args, ctx)
+        # not validated as a registered name: a context may be named anything (arn:aws:eks:...)
+        pairs = [(ClusterConfig.model_construct(name=str(target.name), remediation=False), target)]
+    else:
+        config = ctx.config
+        clusters = [config.require_cluster(args.cluster)] if args.cluster else list(config.clusters)
+        registry = ClusterRegistry.from_config(config, ctx.config_path)
+        pairs = [(cluster, registry.target(cluster.cluster_name)) for cluster in clusters]
+    report = ClustersCheck(
+        [
+            check_cluster(
+                cluster,
+                target,
+                timeout=args.timeout,
+                credential_timeout=ctx.settings.credential_timeout_seconds,
+            )
+            for cluster, target in pairs
+        ]
+    )
+    _emit(ctx, args, report.to_json(), lambda: render_table(report))
+    unreachable = [c.cluster for c in report.clusters if not c.reachable]
+    missing = [f"{c.cluster} ({len(c.missing)})" for c in report.clusters if c.reachable and c.missing]
+    if unreachable or missing:  # the last line says why the exit code is not 0 (contract §1)
+        why = [f"unreachable: {', '.join(unreachable)}"] if unreachable else []
+        why += [f"permissions missing on {', '.join(missing)}"] if missing else []
+        print(f"nsstuck: {'; '.join(why)}", file=ctx.err)
+    return report.exit_code
 
 
-def _not_built(name: str) -> Handler:
-    def handler(args: argparse.Namespace, ctx: Context) -> int:
-        raise NotBuiltYetError(name)
+def cmd_completion(args: argparse.Namespace, ctx: Context) -> int:
+    ctx.out.write(completion_script(build_parser(), args.shell))
+    return 0
 
-    return handler
+
+def _completion_table(parser: argparse.ArgumentParser, path: str = "nsstuck") -> dict[str, list[str]]:
+    """Per command path ("nsstuck", "nsstuck db upgrade"...): the words that may come next (its
+    commands and options); per "path OPTION": the option's choices."""
+    table: dict[str, list[str]] = {path: []}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                table[path].append(name)
+                table.update(_completion_table(sub, f"{path} {name}"))
+        else:
+            table[path] += [o for o in action.option_strings if o.startswith("--") or len(action.option_strings) == 1]
+            if action.choices and not action.option_strings:  # a positional argument's choices
+                table[path] += [str(c) for c in action.choices]
+            if action.choices and action.option_strings:
+                for option in action.option_strings:
+                    table[f"{path} {option}"] = [str(c) for c in action.choices]
+    return table
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """A completion script for bash (zsh runs it through bashcompinit) for nsstuck and kubectl-nsstuck."""
+    table = _completion_table(parser)
+    entries = "\n".join(f"    [{json.dumps(key)}]={json.dumps(' '.join(words))}" for key, words in table.items())
+    body = f"""_nsstuck_words=(
+{entries}
+)
+
+_nsstuck() {{
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" prev="" path="nsstuck" word i
+    (( COMP_CWORD > 0 )) && prev="${{COMP_WORDS[COMP_CWORD-1]}}"
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        word="${{COMP_WORDS[i]}}"
+        [[ "$word" == -* ]] && continue
+        if [[ -n "${{_nsstuck_words[$path $word]+x}}" ]]; then
+            path="$path $word"
+        fi
+    done
+    if [[ "$prev" == -* && -n "${{_nsstuck_words[$path $prev]+x}}" ]]; then
+        COMPREPLY=( $(compgen -W "${{_nsstuck_words[$path $prev]}}" -- "$cur") )
+        return 0
+    fi
+    COMPREPLY=( $(compgen -W "${{_nsstuck_words[$path]}}" -- "$cur") )
+}}
+complete -F _nsstuck nsstuck kubectl-nsstuck
+"""
+    if shell == "zsh":
+        return (
+            "#compdef nsstuck kubectl-nsstuck\n"
+            "# nsstuck completion for zsh: the bash completion, through zsh's bashcompinit\n"
+            "autoload -U +X bashcompinit && bashcompinit\n"
+            "typeset -gA _nsstuck_words\n" + body
+        )
+    return "# nsstuck completion for bash: source <(nsstuck completion bash)\ndeclare -gA _nsstuck_words\n" + body
 
 
 # ---------------------------------------------------------------------------------------------
 # The parser
 
 
+def _add_output_options(parser: argparse.ArgumentParser, *, schema: str) -> None:
+    group = parser.add_argument_group("output")
+    group.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "yaml"),
+        default="text",
+        help=f"text for people (default), or the data as JSON or YAML (schema {schema})",
+    )
+    group.add_argument("--json", dest="output", action="store_const", const="json", help="the same as -o json")
+
+
+def _emit(ctx: Context, args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
+    """Print `data` in the format of -o (`text()` for people)."""
+    if args.output == "json":
+        ctx.print(json.dumps(data, indent=2))
+    elif args.output == "yaml":
+        import yaml
+
+        ctx.out.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    else:
+        ctx.out.write(text())
+
+
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("cluster selection")
     group.add_argument("--cluster", metavar="NAME", help="a cluster registered in the config file")
-    group.add_argument("--kubeconfig", metavar="PATH", help="an ad-hoc cluster from this kubeconfig")
-    group.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: current)")
+    group.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="without --cluster: this kubeconfig (default, as kubectl: $KUBECONFIG, else ~/.kube/config)",
+    )
+    group.add_argument("--context", metavar="NAME", help="the kubeconfig's context (default: its current context)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="nsstuck",
+        prog=prog,
         description="Find out why a Kubernetes namespace is stuck in Terminating, and fix it safely.",
         epilog="Settings come from the environment (NSSTUCK_*, SLACK_*); see the README.",
     )
     parser.add_argument("--version", action="version", version=f"nsstuck {__version__}")
     parser.add_argument(
-        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity"
+        "--log-level",
+        default=None,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log verbosity (default: $NSSTUCK_LOG_LEVEL, else INFO for serve and WARNING for the others); "
+        "NSSTUCK_LOG_FORMAT=json makes every log line one JSON object",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
@@ -472,12 +715,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="diagnose one namespace and print the report",
         description="Diagnose one namespace: root cause, evidence, blocking objects, ranked remedies. "
         "Exit 0 when a report is produced (whatever it says), 2 on usage or config errors, "
-        "3 when the cluster is unreachable or refuses the credentials.",
+        "3 when the cluster is unreachable or refuses the credentials; with --exit-code 4 when it is stuck.",
     )
     diagnose.add_argument("namespace", metavar="NAMESPACE")
     _add_cluster_options(diagnose)
-    diagnose.add_argument("--json", action="store_true", help="print the JSON report (schema nsstuck.diagnosis/v1)")
+    _add_output_options(diagnose, schema="nsstuck.diagnosis/v1")
     diagnose.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="overall deadline")
+    diagnose.add_argument(
+        "--exit-code",
+        action="store_true",
+        help="exit 4 when the namespace is terminating and a finding blocks it, 0 when it is not stuck "
+        "(content still being deleted normally is not stuck); 2 and 3 as always",
+    )
     diagnose.set_defaults(handler=cmd_diagnose)
 
     db = commands.add_parser("db", help="database schema migrations", description="Database schema migrations.")
@@ -500,13 +749,14 @@ def build_parser() -> argparse.ArgumentParser:
     current = db_commands.add_parser(
         "current", help="show the schema revision", description="Show the revision; exit 1 if not at head."
     )
+    _add_output_options(current, schema="nsstuck.db/v1")
     current.set_defaults(handler=cmd_db_current)
 
     history = commands.add_parser("history", help="list incidents", description="List incidents, open first.")
     history.add_argument("--cluster", metavar="NAME")
     history.add_argument("--namespace", metavar="NAME")
     history.add_argument("--open", action="store_true", help="only open incidents")
-    history.add_argument("--json", action="store_true", help="print JSON (schema nsstuck.history/v1)")
+    _add_output_options(history, schema="nsstuck.history/v1")
     history.add_argument("--limit", type=int, default=20, metavar="N", help="at most N incidents (default 20)")
     history.set_defaults(handler=cmd_history)
 
@@ -518,6 +768,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     digest_run.add_argument("--channel", metavar="ID", help="the digest's channel (default: every digest)")
     digest_run.add_argument("--dry-run", action="store_true", help="print the digest instead of posting it")
+    _add_output_options(digest_run, schema="nsstuck.digest/v1, with --dry-run")
     digest_run.set_defaults(handler=cmd_digest_run)
 
     audit = commands.add_parser(
@@ -547,6 +798,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = export.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON document (the default)")
     fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+    fmt.add_argument("-o", "--output", choices=("json", "csv"), help="the same as --json or --csv")
     export.add_argument(
         "--since",
         metavar="ISO-TIME",
@@ -573,6 +825,7 @@ def build_parser() -> argparse.ArgumentParser:
         "hold an entry with it and be unbroken up to it (a prefix that several entries share counts "
         "as found, and the chain must be unbroken up to the last of them)",
     )
+    _add_output_options(verify, schema="nsstuck.audit-verify/v1")
     verify.set_defaults(handler=cmd_audit_verify)
 
     backup = commands.add_parser(
@@ -596,6 +849,13 @@ def build_parser() -> argparse.ArgumentParser:
         "id", type=int, metavar="ID", help="the backup's id (the audit trail's backed_up entries list them)"
     )
     show.add_argument("--raw", action="store_true", help="the object exactly as it was read")
+    show.add_argument(
+        "-o",
+        "--output",
+        choices=("yaml", "json"),
+        default="yaml",
+        help="YAML after the comment lines (default), or the object alone as JSON",
+    )
     show.set_defaults(handler=cmd_backup_show)
 
     clusters = commands.add_parser("clusters", help="registered clusters", description="Registered clusters.")
@@ -603,10 +863,31 @@ def build_parser() -> argparse.ArgumentParser:
     clusters_commands.required = True
     check = clusters_commands.add_parser(
         "check",
-        help="check connectivity and permissions of every cluster",
-        description="Check every registered cluster; exit 0 when all are good, 1 when some failed.",
+        help="check reachability, identity and permissions of every registered cluster",
+        description="For each registered cluster (or --cluster NAME; with no cluster registered, or with "
+        "--kubeconfig or --context, the cluster kubectl would use, for its read role): whether nsstuck "
+        "reaches it (and why not), the server version, who nsstuck is there (SelfSubjectReview; unknown "
+        "where the server lacks it), whether it serves aggregated discovery, and every permission nsstuck needs there, "
+        "asked with SelfSubjectAccessReview: the read role, the remediation role where remediation is on, "
+        "impersonation where act_as_approver is on; list and get on every type are asked per namespaced "
+        "type the cluster serves. Exit 0 all granted, 1 a permission missing (named verb resource.group), "
+        "3 a cluster unreachable (3 wins over 1), 2 on a usage or config error.",
     )
+    _add_cluster_options(check)
+    check.add_argument("--config", type=Path, metavar="PATH", help="the config file (default: $NSSTUCK_CONFIG)")
+    check.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per call (default 10)")
+    _add_output_options(check, schema="nsstuck.clusters/v1")
     check.set_defaults(handler=cmd_clusters_check)
+
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script (bash or zsh)",
+        description="Print a completion script for nsstuck and kubectl-nsstuck: in bash, "
+        "`source <(nsstuck completion bash)` (or save it in /etc/bash_completion.d/); in zsh, "
+        "`source <(nsstuck completion zsh)` in ~/.zshrc (it uses zsh's bashcompinit).",
+    )
+    completion.add_argument("shell", choices=("bash", "zsh"))
+    completion.set_defaults(handler=cmd_completion)
 
     config = commands.add_parser("config", help="the config file", description="The config file.")
     config_commands = config.add_subparsers(dest="config_command", metavar="ACTION")
@@ -614,21 +895,39 @@ def build_parser() -> argparse.ArgumentParser:
     config_check = config_commands.add_parser(
         "check",
         help="validate the environment and the config file",
-        description="Validate the environment and the config file; exit 0 valid, 2 invalid.",
+        description="Validate the environment and the config file, and report every problem at once (an "
+        "unknown key with the nearest known one); say when there is no config file and which Slack "
+        "variables nsstuck serve would miss. Exit 0 valid, 2 invalid.",
     )
     config_check.add_argument("--config", type=Path, metavar="PATH", help="the file (default: $NSSTUCK_CONFIG)")
+    _add_output_options(config_check, schema="nsstuck.config-check/v1")
     config_check.set_defaults(handler=cmd_config_check)
     return parser
+
+
+def _set_up_logging(args: argparse.Namespace, err: TextIO) -> None:
+    """--log-level, NSSTUCK_LOG_LEVEL, NSSTUCK_LOG_FORMAT (bot.logs): serve says what it does at INFO."""
+    from bot import logs
+
+    try:
+        level, fmt = logs.resolve(
+            os.environ, flag=args.log_level, default_level="INFO" if args.command == "serve" else "WARNING"
+        )
+    except logs.LogSettingError as e:
+        raise ConfigError("environment", e.variable, str(e)) from None
+    logs.setup(level, fmt, err)
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    parser = build_parser()
+    # as a kubectl plugin (`kubectl nsstuck ...` runs kubectl-nsstuck), usage says so
+    invoked = Path(sys.argv[0]).name if sys.argv else ""
+    parser = build_parser("kubectl nsstuck" if invoked == "kubectl-nsstuck" else "nsstuck")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     handler: Handler = args.handler
     try:
+        _set_up_logging(args, err)
         return handler(args, Context(args, out, err))
     except ConfigError as e:
         print(f"nsstuck: config error: {e}", file=err)

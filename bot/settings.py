@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -458,7 +458,8 @@ def _describe(error: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
         return ctx_error.loc, str(ctx_error)
     kind = error["type"]
     if kind == "extra_forbidden":
-        return loc, "unknown key"
+        close = difflib.get_close_matches(str(loc[-1]), known_keys(loc[:-1]), n=1, cutoff=0.6) if loc else []
+        return loc, f"unknown key (did you mean {close[0]}?)" if close else "unknown key"
     if kind == "missing":
         return loc, "required key is missing"
     message = str(error["msg"])
@@ -468,11 +469,49 @@ def _describe(error: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
 
 
 def load_config(path: Path, *, required: bool = True) -> AppConfig:
-    """Read and validate the config file. A missing file is an empty config unless `required`."""
+    """Read and validate the config file. A missing file is an empty config unless `required`.
+    Raises the first problem (`nsstuck config check` lists them all)."""
+    config, problems = config_problems(path, required=required)
+    if problems:
+        first = problems[0]
+        more = len(problems) - 1
+        if more:
+            plural = "s" if more > 1 else ""
+            raise ConfigError(first.source, first.key, f"{first.problem} (and {more} more problem{plural})")
+        raise first
+    assert config is not None
+    return config
+
+
+def config_problems(path: Path, *, required: bool = True) -> tuple[AppConfig | None, list[ConfigError]]:
+    """The validated config file (an empty one when it is missing and not `required`), or every problem
+    found in it: each unknown key (with the nearest known one), each bad value, each kubeconfig that
+    cannot be read. A file that is not YAML, or not a mapping, is one problem."""
     source = str(path)
-    text = _read_config(path, source, required=required)
-    if text is None:
-        return AppConfig()
+    try:
+        text = _read_config(path, source, required=required)
+        if text is None:
+            return AppConfig(), []
+        tree, data = _parse(text, source)
+    except ConfigError as e:
+        return None, [e]
+    try:
+        config = AppConfig.model_validate(data)
+    except ValidationError as e:
+        problems = []
+        for error in e.errors():
+            loc, message = _describe(dict(error))
+            line = _line_of(tree, loc)
+            key = _clip(format_loc(loc), 120) or None
+            if key and line:
+                key = f"{key} (line {line})"
+            problems.append(ConfigError(source, key, _clip(message, MAX_PROBLEM)))
+        return None, problems
+    problems = _kubeconfig_problems(config, source, tree, config_path=path)
+    return (None, problems) if problems else (config, [])
+
+
+def _parse(text: str, source: str) -> tuple[yaml.Node | None, Mapping[str, Any]]:
     try:
         # the events first (a stream: no recursion, no alias expansion), so that a YAML bomb or a
         # deeply nested document is refused before anything is built from it
@@ -493,19 +532,36 @@ def load_config(path: Path, *, required: bool = True) -> AppConfig:
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(source, None, "the top level must be a mapping with clusters: and digests:")
-    try:
-        config = AppConfig.model_validate(data)
-    except ValidationError as e:
-        errors = e.errors()
-        loc, message = _describe(dict(errors[0]))
-        line = _line_of(tree, loc)
-        key = _clip(format_loc(loc), 120) or None
-        if key and line:
-            key = f"{key} (line {line})"
-        more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-        raise ConfigError(source, key, _clip(message, MAX_PROBLEM) + more) from None
-    _check_kubeconfigs(config, source, tree, config_path=path)
-    return config
+    return tree, data
+
+
+def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds (inside a tuple, a dict's values or an optional), and whether a dict
+    key comes first on the way to it."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    origin = get_origin(annotation)
+    for arg in reversed(get_args(annotation)):  # a dict's value type is its last argument
+        model, keyed = _model_of(arg)
+        if model is not None:
+            return model, keyed or origin is dict
+    return None, False
+
+
+def known_keys(loc: Sequence[str | int]) -> list[str]:
+    """The keys the config file may have at `loc` (the mapping an unknown key was found in)."""
+    model: type[BaseModel] | None = AppConfig
+    skip_key = False
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        if skip_key:
+            skip_key = False
+            continue
+        if model is None or part not in model.model_fields:
+            return []
+        model, skip_key = _model_of(model.model_fields[part].annotation)
+    return list(model.model_fields) if model is not None else []
 
 
 def _read_config(path: Path, source: str, *, required: bool) -> str | None:
@@ -564,7 +620,10 @@ def _yaml_shape_problem(text: str) -> str | None:
     return None
 
 
-def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, *, config_path: Path) -> None:
+def _kubeconfig_problems(
+    config: AppConfig, source: str, tree: yaml.Node | None, *, config_path: Path
+) -> list[ConfigError]:
+    problems: list[ConfigError] = []
     for index, cluster in enumerate(config.clusters):
         if cluster.kubeconfig is None:
             continue
@@ -584,7 +643,8 @@ def _check_kubeconfigs(config: AppConfig, source: str, tree: yaml.Node | None, *
             loc = ("clusters", index, "kubeconfig")
             line = _line_of(tree, loc)
             key = format_loc(loc) + (f" (line {line})" if line else "")
-            raise ConfigError(source, key, problem)
+            problems.append(ConfigError(source, key, problem))
+    return problems
 
 
 def resolve_kubeconfig(cluster: ClusterConfig, config_path: Path) -> Path | None:
@@ -724,15 +784,26 @@ class Settings(BaseSettings):
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from `environ` (default: the process environment), or raise ConfigError."""
+    settings, problems = settings_problems(environ)
+    if problems:
+        raise problems[0]
+    assert settings is not None
+    return settings
+
+
+def settings_problems(environ: Mapping[str, str] | None = None) -> tuple[Settings | None, list[ConfigError]]:
+    """Settings from `environ`, or every variable that is wrong (named, never with its value)."""
     env = dict(os.environ if environ is None else environ)
     fields = Settings.model_fields
     known = {f.validation_alias for f in fields.values() if isinstance(f.validation_alias, str)}
     values = {k: v for k, v in env.items() if k in known and v != ""}
     try:
-        return Settings.model_validate(values)
+        return Settings.model_validate(values), []
     except ValidationError as e:
-        error = e.errors()[0]
-        variable = str(error["loc"][0]) if error["loc"] else "environment"
-        # never echo the value: it may be a secret
-        message = str(error["msg"]).removeprefix("Value error, ")
-        raise ConfigError("environment", variable, message) from None
+        problems = []
+        for error in e.errors():
+            variable = str(error["loc"][0]) if error["loc"] else "environment"
+            # never echo the value: it may be a secret
+            message = str(error["msg"]).removeprefix("Value error, ")
+            problems.append(ConfigError("environment", variable, message))
+        return None, problems

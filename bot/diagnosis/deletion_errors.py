@@ -7,14 +7,17 @@ from bot.diagnosis.context import Context
 from bot.domain.findings import Cause, Finding
 
 
-def findings(ctx: Context, explained: set[str]) -> list[Finding]:
-    """`explained` holds the causes already found; webhook and lost-pod messages are theirs."""
+def findings(ctx: Context, found: list[Finding]) -> list[Finding]:
+    """`found` holds the other rules' findings; webhook messages are theirs, and so is the controller's
+    "unexpected items still remain ... Resource=pods" once a finding names the pods (lost, failing
+    or still being torn down by their kubelet: the message says only that they outlived its estimate)."""
     message = ctx.facts.content_failure
     if not message:
         return []
+    explained = {f.cause for f in found}
     if Cause.WEBHOOK_BLOCKS_DELETE in explained and ("webhook" in message):
         return []
-    pods_explained = Cause.POD_ON_LOST_NODE in explained or Cause.DELETION_ERROR in explained
+    pods_explained = any(o.kind == "Pod" for f in found for o in f.objects)
     if pods_explained and "Resource=pods" in message and message.count("Resource=") == 1:
         return []
     return [

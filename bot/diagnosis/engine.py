@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from bot.diagnosis import (
     apiservices,
+    controller_state,
     deletion_errors,
     discovery,
     finalizers,
@@ -65,7 +66,7 @@ def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
     found: list[Finding] = []
     for family in (apiservices, discovery, webhooks, pods, volumes, finalizers, namespace_finalizers):
         found.extend(family.findings(ctx))
-    found.extend(deletion_errors.findings(ctx, {f.cause for f in found}))
+    found.extend(deletion_errors.findings(ctx, found))
     if not any(f.blocking for f in found):
         found.extend(_unexplained(ctx, seconds, has_findings=bool(found)))
     found.sort(key=lambda f: (not f.blocking, CAUSE_ORDER.index(f.cause)))
@@ -92,13 +93,20 @@ def _unexplained(ctx: Context, seconds: int, *, has_findings: bool) -> list[Find
                 remedies=(remedies.wait("Ask again in a minute"),),
             )
         ]
+    if not ctx.facts.present:
+        judged = controller_state.without_conditions(ctx, seconds, has_findings=has_findings)
+        if judged is not None:
+            return judged
     if has_findings and not ctx.snapshot.gaps:
         return []
     evidence = []
     if not ctx.facts.present:
+        version = controller_state.server_version(ctx.snapshot.server_version)
         evidence.append(
-            "the namespace has no deletion conditions: the namespace controller (kube-controller-manager) may not "
-            "be running, or the cluster is older than 1.16"
+            f"the namespace has no deletion conditions (the API server is {version.text})"
+            if version is not None
+            else "the namespace has no deletion conditions: the namespace controller (kube-controller-manager) may "
+            "not be running, or the cluster is older than 1.16"
         )
     else:
         evidence.extend(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -53,6 +53,18 @@ class CollectOptions:
     # list in a namespace only the types its namespace controller reports as remaining, when its
     # conditions account for all the content (see `remaining_types`); the full listing otherwise
     contents_from_conditions: bool = False
+    # told how far the collection is, after each batch of answers (`nsstuck diagnose` in a terminal)
+    progress: Callable[[Progress], None] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How many discovery documents and lists have been asked for so far, and how many have answered."""
+
+    discovery_done: int = 0
+    discovery_total: int = 0
+    lists_done: int = 0
+    lists_total: int = 0
 
 
 # aggregated APIs that compute views and store no objects: their outage hides nothing in a namespace
@@ -130,10 +142,14 @@ Scope = Sequence[_Namespace] | None
 class _Loop:
     """Labelled calls on the pool, with callbacks run on the collecting thread, until the deadline."""
 
-    def __init__(self, pool: ThreadPoolExecutor, deadline: float) -> None:
+    def __init__(
+        self, pool: ThreadPoolExecutor, deadline: float, progress: Callable[[Progress], None] | None = None
+    ) -> None:
         self.pool = pool
         self.deadline = deadline
         self.pending: dict[Future[Any], tuple[str, Callable[[Any], None], Callable[[CallError], None], Scope]] = {}
+        self.progress = progress
+        self.counts = {"discovery": [0, 0], "list": [0, 0]}  # kind -> [done, total]
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -147,6 +163,9 @@ class _Loop:
         scope: Scope = None,
     ) -> None:
         self.pending[self.pool.submit(call)] = (label, on_done, on_error, scope)
+        kind = label.partition(" ")[0]
+        if kind in self.counts:
+            self.counts[kind][1] += 1
 
     def run(self) -> list[tuple[str, Scope]]:
         """Drive until nothing is pending or time is up; returns the calls that did not finish."""
@@ -158,13 +177,19 @@ class _Loop:
                 break
             done, _ = wait(list(self.pending), timeout=left, return_when=FIRST_COMPLETED)
             for future in done:
-                _, on_done, on_error, _ = self.pending.pop(future)
+                label, on_done, on_error, _ = self.pending.pop(future)
+                kind = label.partition(" ")[0]
+                if kind in self.counts:
+                    self.counts[kind][0] += 1
                 try:
                     result = future.result()
                 except CallError as e:
                     on_error(e)
                 else:
                     on_done(result)
+            if self.progress is not None:
+                (d_done, d_total), (l_done, l_total) = self.counts["discovery"], self.counts["list"]
+                self.progress(Progress(d_done, d_total, l_done, l_total))
         late = [(label, scope) for label, _, _, scope in self.pending.values()]
         for future in self.pending:
             future.cancel()
@@ -445,7 +470,7 @@ class Collector:
         if namespace_object is None or deletion_time(namespace_object) is None:
             return base
         with self._pool() as pool:
-            loop = _Loop(pool, started + self.options.deadline)
+            loop = _Loop(pool, started + self.options.deadline, self.options.progress)
             snapshots = _Run(self, loop, [base]).collect()
             pool.shutdown(wait=False, cancel_futures=True)
         return snapshots[namespace]
@@ -494,7 +519,7 @@ class Collector:
                 failed[name] = _refusal(self.cluster, host, error)
 
         with self._pool() as pool:
-            loop = _Loop(pool, started + self.options.deadline)
+            loop = _Loop(pool, started + self.options.deadline, self.options.progress)
             for name in names:
                 path = f"/api/v1/namespaces/{quote(name)}"
                 loop.add(

@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,12 +78,20 @@ def _impersonating(api_client: Any, impersonation: Impersonation) -> None:
 
 
 def current_context(kubeconfig: Path) -> str | None:
-    """The current context of a kubeconfig: the default name of an ad-hoc cluster (contract §1)."""
-    try:
-        _, active = k8s_config.list_kube_config_contexts(config_file=str(kubeconfig))
-    except (ConfigException, OSError, ValueError, TypeError, KeyError, yaml.YAMLError):
-        return None  # the connection says what is wrong with it
-    return str(active["name"]) if isinstance(active, dict) and active.get("name") else None
+    """The current context of a kubeconfig (the default name of an ad-hoc cluster, contract §1); of a
+    path list, as kubectl merges it: the first file that sets one (the client's merger takes the last)."""
+    for path in str(kubeconfig).split(os.pathsep):
+        if not path:
+            continue
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as file:
+                document = yaml.safe_load(file)
+        except (OSError, ValueError, yaml.YAMLError):
+            continue  # the connection says what is wrong with it
+        context = document.get("current-context") if isinstance(document, dict) else None
+        if isinstance(context, str) and context:
+            return context
+    return None
 
 
 class Connection:
@@ -161,8 +169,40 @@ def _config_paths(target: ClusterTarget) -> list[str]:
     if target.in_cluster:
         return [k8s_incluster_config.SERVICE_TOKEN_FILENAME, k8s_incluster_config.SERVICE_CERT_FILENAME]
     default = k8s_kube_config.KUBE_CONFIG_DEFAULT_LOCATION.split(os.pathsep)
-    paths = [str(target.kubeconfig)] if target.kubeconfig else default
-    return [os.path.expanduser(path) for path in paths]
+    # a kubeconfig found as kubectl finds it may be a path list (`kubeconfig_paths`), merged on loading
+    paths = str(target.kubeconfig).split(os.pathsep) if target.kubeconfig else default
+    return [os.path.expanduser(path) for path in paths if path]
+
+
+def kubeconfig_paths(explicit: str | None, environ: Mapping[str, str]) -> list[Path]:
+    """The kubeconfig files kubectl would read: `--kubeconfig` (which must exist), else the files of
+    `$KUBECONFIG` that exist (a path list, merged: the first file to set a value wins), else
+    `~/.kube/config`. Raises UserError when there is none."""
+    if explicit:
+        if not Path(explicit).is_file():
+            raise UserError(f"kubeconfig {explicit!r} does not exist or is not a file")
+        return [Path(explicit)]
+    listed = environ.get("KUBECONFIG", "")
+    if listed:
+        found = [Path(os.path.expanduser(p)) for p in listed.split(os.pathsep) if p]
+        existing = [p for p in dict.fromkeys(found) if p.is_file()]
+        if not existing:
+            raise UserError(
+                f"no cluster: none of the files of $KUBECONFIG ({listed}) exists; "
+                "pass --cluster NAME (from the config file) or --kubeconfig PATH"
+            )
+        return existing
+    home = Path(environ["HOME"]) / ".kube" / "config" if environ.get("HOME") else Path("~/.kube/config").expanduser()
+    if not home.is_file():
+        raise UserError(
+            f"no cluster: no $KUBECONFIG and no {home}; pass --cluster NAME (from the config file) or --kubeconfig PATH"
+        )
+    return [home]
+
+
+def joined(paths: list[Path]) -> Path:
+    """Several kubeconfig files as the one path list the client merges (`os.pathsep` between them)."""
+    return Path(os.pathsep.join(str(p) for p in paths))
 
 
 # the files a kubeconfig's users and clusters may name, which the client reads once, as it loads it

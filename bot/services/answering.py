@@ -22,7 +22,9 @@ from typing import Protocol
 
 from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError, StoreUnavailableError, TemporaryError
+from bot.logs import bind, carrying, log_context
 from bot.services.diagnosing import Diagnoser, DiagnosisResult
+from bot.services.health import pool_problems
 from bot.services.metrics import Metrics
 from bot.services.outbox import Outbox
 from bot.services.recording import Recorded, record
@@ -73,6 +75,13 @@ class Answering:
         namespace. Raises DiagnosisQueueFull when a new one would wait behind `queue_limit` others."""
         key = (str(cluster), namespace)
         done: Future[None] = Future()
+        with log_context(cluster=cluster, namespace=namespace, slack_user=user):
+            return self._submit(key, done, channel=channel, user=user, asker=asker)
+
+    def _submit(
+        self, key: tuple[str, str], done: Future[None], *, channel: str, user: str, asker: Asker
+    ) -> Future[None]:
+        cluster, namespace = ClusterName(key[0]), key[1]
         with self._lock:
             shared = self._inflight.get(key)
             if shared is None:
@@ -81,7 +90,7 @@ class Answering:
                 shared = Future()
                 self._inflight[key] = shared
                 self._waiting += 1
-                self.work.submit(self._collect, key, shared)
+                self.work.submit(carrying(self._collect), key, shared)
             else:
                 self.metrics.diagnoses_shared.inc()
 
@@ -93,7 +102,8 @@ class Answering:
                 done.set_exception(e)
                 raise
 
-        shared.add_done_callback(lambda result: self.posting.submit(answer, result))
+        answering = carrying(answer)  # its lines carry the asker's cluster, namespace and user
+        shared.add_done_callback(lambda result: self.posting.submit(answering, result))
         return done
 
     def _collect(self, key: tuple[str, str], shared: Future[DiagnosisResult]) -> None:
@@ -125,6 +135,7 @@ class Answering:
             result = shared.result()
         except NsstuckError as e:
             self.metrics.diagnoses.labels(state="error", cause="").inc()
+            log.info("diagnosis failed: %s", type(e).__name__)
             asker.could_not_diagnose(cluster, namespace, e)
             return
         diagnosis = result.diagnosis
@@ -132,6 +143,8 @@ class Answering:
         # committed first: if Slack is down now, the outbox job posts it when Slack answers again
         recorded = self.record_durably(result, user=user, channel=channel, asker=asker)
         if recorded is not None:
+            bind(run_id=recorded.run_id)
+            log.info("diagnosis: %s, cause %s", diagnosis.state.value, diagnosis.cause or "none")
             self.outbox.deliver(recorded.run_id)
 
     def record_durably(self, result: DiagnosisResult, *, user: str, channel: str, asker: Asker) -> Recorded | None:
@@ -158,6 +171,10 @@ class Answering:
                     told = True
                 time.sleep(pause)
                 pause = min(pause * 2, 5.0, max(0.05, deadline - time.monotonic()))
+
+    def problems(self) -> list[str]:
+        """What has died of the pools the diagnoses and their posts run on ([] when both are well)."""
+        return pool_problems("diagnosis", self.work) + pool_problems("posting", self.posting)
 
     def close(self) -> None:
         self.work.shutdown(wait=True, cancel_futures=False)

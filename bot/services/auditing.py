@@ -310,10 +310,14 @@ def render_backup(view: BackupView, *, raw: bool = False) -> str:
     else:
         header.append(f"without what the API server sets ({', '.join(SERVER_SET_METADATA)}, status),")
         header.append("so that `kubectl create -f` recreates it; --raw shows it exactly as it was read")
-    shown = without_values(json.loads(json.dumps(view.object))) if withheld else view.object
-    document = shown if raw else recreatable(shown)
-    body = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    body = yaml.safe_dump(backup_document(view, raw=raw), sort_keys=False, allow_unicode=True, default_flow_style=False)
     return "".join(f"# {line}\n" for line in header) + body
+
+
+def backup_document(view: BackupView, *, raw: bool = False) -> dict[str, Any]:
+    """The object `render_backup` prints (never its values): as read (`raw`), or ready to re-create."""
+    shown = without_values(json.loads(json.dumps(view.object))) if values_in(view.object) else view.object
+    return dict(shown if raw else recreatable(shown))
 
 
 def backup_yaml(db: Database, backup_id: int, raw: bool = False) -> str:

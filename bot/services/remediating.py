@@ -8,6 +8,7 @@ the person who clicked are raised (UserError) or returned (`Vote.message`) for t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,7 @@ from bot.domain.refs import ClusterName
 from bot.errors import UserError
 from bot.kube.connecting import Impersonation
 from bot.kube.registry import ClusterRegistry
+from bot.logs import bind, carrying, log_context
 from bot.remediation import permissions, policy
 from bot.remediation.executing import Executor
 from bot.remediation.identity import PeopleDirectory, approver_identity
@@ -31,10 +33,13 @@ from bot.remediation.requests import (
     load,
     set_message,
 )
+from bot.services.health import pool_problems
 from bot.services.notifying import RemediationNotifier
 from bot.services.recording import current_thread, incident_namespace_uid, run_cluster
 from bot.settings import AppConfig, Settings
 from bot.store.database import Database
+
+log = logging.getLogger(__name__)
 
 # approved changes run at once on a pool of their own: never queued behind diagnoses, never in the
 # door's listener; few at a time (each is a handful of guarded calls to one cluster)
@@ -114,6 +119,7 @@ class Remediation:
             refusal = policy.outsider_refusal(cluster, standing(), "request")
             if refusal:
                 raise UserError(refusal)
+        log.info("remediation requested: remedy %s of run %d", remedy_id, run_id)
         filed = file_request(
             self.db,
             run_id=run_id,
@@ -128,6 +134,12 @@ class Remediation:
         if not filed.created:
             return filed
         view = filed.view
+        with log_context(request_id=view.id, cluster=view.cluster, namespace=view.namespace, run_id=run_id):
+            log.info("remediation request #%d filed (%s)", view.id, view.remedy.action)
+            self._show_filed(view, channel=channel, thread_ts=thread_ts)
+        return filed
+
+    def _show_filed(self, view: RequestView, *, channel: str, thread_ts: str | None) -> None:
         thread = thread_ts
         if view.incident_id is not None:  # the incident's own thread, wherever the button was
             found = current_thread(self.db, view.incident_id)
@@ -143,7 +155,6 @@ class Remediation:
                 self.notifier.request_changed(latest)
 
         self.notifier.request_filed(view, thread_ts=thread, posted=posted)
-        return filed
 
     # -- Approve and Reject ------------------------------------------------------------------
 
@@ -168,6 +179,18 @@ class Remediation:
         thread, and a vote that completes the approvals starts the execution on the worker pool.
         `standing` says who the person is, asked fresh for an approval (unless the cluster allows
         external users); an outsider's approval is refused and recorded."""
+        with log_context(request_id=request_id):
+            return self._decide(request_id, user=user, approve=approve, approvers=approvers, standing=standing)
+
+    def _decide(
+        self,
+        request_id: int,
+        *,
+        user: str,
+        approve: bool,
+        approvers: frozenset[str],
+        standing: Callable[[], Standing],
+    ) -> Vote:
         outsider = None
         if approve:
             view = load(self.db, request_id)
@@ -184,6 +207,9 @@ class Remediation:
             execution_timeout=timedelta(seconds=self.settings.execution_timeout_seconds),
             outsider=outsider,
         )
+        if vote.view is not None:
+            bind(cluster=vote.view.cluster, namespace=vote.view.namespace)
+        log.info("%s on request #%d: %s", "approval" if approve else "rejection", request_id, vote.kind.value)
         if vote.kind in (VoteKind.REFUSED, VoteKind.DUPLICATE, VoteKind.CLOSED, VoteKind.UNKNOWN):
             return vote
         assert vote.view is not None
@@ -192,16 +218,30 @@ class Remediation:
             assert vote.entry is not None
             self.notifier.request_rejected(vote.view, by=user, entry=vote.entry)
         elif vote.kind is VoteKind.EXECUTE and vote.execution_id is not None:
-            self.executions.submit(self.execute, request_id, vote.execution_id)
+            self.executions.submit(carrying(self.execute), request_id, vote.execution_id)
         return vote
+
+    def problems(self) -> list[str]:
+        """What has died of the pool approved changes run on ([] when it is well)."""
+        return pool_problems("execution", self.executions)
 
     def close(self) -> None:
         """Let the changes under way finish (each is bounded by its deadline)."""
         self.executions.shutdown(wait=True)
 
     def execute(self, request_id: int, execution_id: str) -> None:
-        outcome = self.executor.execute(request_id, execution_id)
-        if outcome is not None:
+        with log_context(request_id=request_id):
+            log.info("execution of request #%d started", request_id)
+            outcome = self.executor.execute(request_id, execution_id)
+            if outcome is None:
+                log.info("execution of request #%d: nothing to do (another executor holds it)", request_id)
+                return
+            log.info(
+                "execution of request #%d: %s%s",
+                request_id,
+                outcome.view.status.value,
+                f" ({outcome.view.status_reason})" if outcome.view.status_reason else "",
+            )
             self.notifier.outcome(outcome)
 
     # -- chores (the scheduler calls this) ---------------------------------------------------

@@ -6,6 +6,13 @@ from bot.domain import durations
 from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
 
 _RISK_MARK = {Risk.NONE: "safe", Risk.LOW: "low risk", Risk.MEDIUM: "MEDIUM RISK", Risk.HIGH: "HIGH RISK"}
+# ANSI SGR codes of the colours of a terminal report (`nsstuck diagnose` on a terminal, unless NO_COLOR)
+_RISK_COLOUR = {Risk.NONE: "32", Risk.LOW: "32", Risk.MEDIUM: "33", Risk.HIGH: "1;31"}
+_BOLD, _RED, _YELLOW, _DIM = "1", "1;31", "33", "2"
+
+
+def _paint(text: str, sgr: str, colour: bool) -> str:
+    return f"\x1b[{sgr}m{text}\x1b[0m" if colour else text
 
 
 def human_seconds(seconds: int) -> str:
@@ -27,11 +34,12 @@ def headline(diagnosis: Diagnosis) -> str:
     return f"{where}: Terminating for {age}; stuck: {blocking[0].cause.value}: {blocking[0].summary}"
 
 
-def _remedy_lines(index: int, remedy: Remedy) -> list[str]:
+def _remedy_lines(index: int, remedy: Remedy, colour: bool = False) -> list[str]:
     approval = ", needs approval" if remedy.requires_approval else ""
-    lines = [f"  {index}. [{_RISK_MARK[remedy.risk]}{approval}] {remedy.description}"]
+    mark = _paint(_RISK_MARK[remedy.risk], _RISK_COLOUR[remedy.risk], colour)
+    lines = [f"  {index}. [{mark}{approval}] {remedy.description}"]
     if remedy.blocked_reason:
-        lines.append(f"       {remedy.blocked_reason.replace('blocked:', 'BLOCKED:', 1)}")
+        lines.append(f"       {_paint(remedy.blocked_reason.replace('blocked:', 'BLOCKED:', 1), _RED, colour)}")
     lines.extend(f"       $ {command}" for command in remedy.commands)
     for item in remedy.leaves_behind[:10]:
         lines.append(f"       leaves behind: {item}")
@@ -40,9 +48,9 @@ def _remedy_lines(index: int, remedy: Remedy) -> list[str]:
     return lines
 
 
-def _finding_lines(number: int, finding: Finding) -> list[str]:
-    flag = "BLOCKING" if finding.blocking else "not blocking"
-    lines = [f"[{number}] {finding.cause.value} ({flag}): {finding.summary}"]
+def _finding_lines(number: int, finding: Finding, colour: bool = False) -> list[str]:
+    flag = _paint("BLOCKING", _RED, colour) if finding.blocking else _paint("not blocking", _DIM, colour)
+    lines = [f"[{number}] {_paint(finding.cause.value, _BOLD, colour)} ({flag}): {finding.summary}"]
     if finding.evidence:
         lines.append("  evidence:")
         lines.extend(f"  - {e}" for e in finding.evidence)
@@ -54,17 +62,21 @@ def _finding_lines(number: int, finding: Finding) -> list[str]:
     if finding.remedies:
         lines.append("  remedies, safest first:")
         for i, remedy in enumerate(finding.remedies, 1):
-            lines.extend(_remedy_lines(i, remedy))
+            lines.extend(_remedy_lines(i, remedy, colour))
     return lines
 
 
-def render_text(diagnosis: Diagnosis) -> str:
-    lines = [headline(diagnosis)]
+def render_text(diagnosis: Diagnosis, *, colour: bool = False) -> str:
+    """The report for a terminal; `colour`: with ANSI colours (the caller decides, NO_COLOR included)."""
+    lines = [_paint(headline(diagnosis), _BOLD, colour)]
     if not diagnosis.complete:
         lines.append("")
-        lines.append("INCOMPLETE: some evidence could not be collected, so no force-finalize is offered:")
+        lines.append(
+            _paint("INCOMPLETE", _YELLOW, colour)
+            + ": some evidence could not be collected, so no force-finalize is offered:"
+        )
         lines.extend(f"  - {gap}" for gap in diagnosis.gaps)
     for number, finding in enumerate(diagnosis.findings, 1):
         lines.append("")
-        lines.extend(_finding_lines(number, finding))
+        lines.extend(_finding_lines(number, finding, colour))
     return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.errors import ConfigError, NsstuckError
 from bot.services.answering import Answering
+from bot.services.clusterchecking import ClusterChecks
 from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
 from bot.services.remediating import Remediation
@@ -56,6 +57,7 @@ def create_app(
     slack: SlackNotifier,
     answering: Answering,
     remediation: Remediation,
+    cluster_checks: ClusterChecks | None = None,
     closing: Sequence[Callable[[], None]] = (),
 ) -> SlackDoor:
     """The Bolt app with every listener registered. Bolt calls auth.test here: a bad token or an
@@ -88,7 +90,9 @@ def create_app(
     limits = CommandLimits(
         user_per_minute=settings.user_commands_per_minute, channel_per_minute=settings.channel_commands_per_minute
     )
-    CommandListener(config=config, db=db, metrics=metrics, answering=answering, limits=limits).register(app)
+    CommandListener(
+        config=config, db=db, metrics=metrics, answering=answering, limits=limits, cluster_checks=cluster_checks
+    ).register(app)
     EventListener(db=db, config=config, slack=slack, channels=ChannelMembers(slack.client)).register(app)
     ActionListener(
         remediation=remediation, slack=slack, directory=GroupDirectory(slack.client), people=People(slack.client, ours)

@@ -40,7 +40,12 @@ def direct_poster(settings: Settings) -> Callable[[Digest], str | None]:
 
     def send(channel: str, message: Message, thread_ts: str | None) -> dict[str, Any]:
         response = client.chat_postMessage(
-            channel=channel, text=message.text, blocks=list(message.blocks), thread_ts=thread_ts
+            channel=channel,
+            text=message.text,
+            blocks=list(message.blocks),
+            thread_ts=thread_ts,
+            unfurl_links=False,  # a digest links to every incident's thread: no preview of each
+            unfurl_media=False,
         )
         return dict(response.data) if isinstance(response.data, dict) else {}
 

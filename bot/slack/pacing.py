@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bot.errors import TemporaryError
+from bot.logs import carrying
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class ChannelPacer:
                 future.set_exception(RuntimeError("the pacer is shut down"))
                 return future
             state = self._channels.setdefault(channel, _Channel())
-            state.queue.append((post, future))
+            state.queue.append((carrying(post), future))  # its lines keep the submitter's log context
             if state.worker is None:
                 state.worker = threading.Thread(
                     target=self._drain, args=(channel, state), name=f"slack-post-{channel}", daemon=True

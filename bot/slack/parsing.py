@@ -18,7 +18,7 @@ FORMS = (
         "/nsstuck <cluster> <namespace>",
         "diagnose it; the verdict goes to this channel, the evidence and the remedies (safest first) to its thread",
     ),
-    ("/nsstuck clusters", "the clusters you can name here"),
+    ("/nsstuck clusters", "the clusters you can name here, each checked (reachable, identity, permissions)"),
     ("/nsstuck history [<cluster> [<namespace>]]", "past incidents"),
     ("/nsstuck help", "this message"),
 )

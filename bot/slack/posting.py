@@ -122,6 +122,9 @@ class Poster:
                 blocks=list(post.message.blocks),
                 thread_ts=post.thread_ts,
                 metadata=post.metadata(),
+                # its links are to threads and runbooks: a preview of each would bury the message
+                unfurl_links=False,
+                unfurl_media=False,
             )
         except SlackApiError as e:
             paced = pace_error(e)

@@ -24,6 +24,7 @@ from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
+from bot.logs import current_format
 from bot.slack import shapes
 from bot.slack.app import SlackDoor
 from bot.slack.signing import RequestGate, Verdict
@@ -136,13 +137,24 @@ def bolt_request(raw: str, query: str, headers: dict[str, str | Sequence[str]], 
     return request
 
 
-class Web:
-    """The WSGI application."""
+Checks = Callable[[], Sequence[str]]
 
-    def __init__(self, bot: SlackDoor | None, *, ready: Callable[[], bool], socket_mode: bool) -> None:
+
+def _none() -> Sequence[str]:
+    return ()
+
+
+class Web:
+    """The WSGI application. `/healthz` answers 503 with what `alive` finds wrong (a thread or a pool
+    that died: restart the process), `/readyz` 503 with what `ready` finds (the database does not
+    answer, the Socket Mode connection is down: send no traffic for now)."""
+
+    def __init__(self, bot: SlackDoor | None, *, ready: Checks, socket_mode: bool, alive: Checks = _none) -> None:
         self.bot = bot
         self.ready = ready
+        self.alive = alive
         self.socket_mode = socket_mode
+        self._said: dict[str, tuple[str, ...]] = {"healthz": (), "readyz": ()}
         secret = bot.settings.slack_signing_secret if bot is not None else None
         # every HTTP request is checked here (signature, freshness, replay) before Bolt sees it
         self.gate = RequestGate(secret.get_secret_value(), bot.db) if bot is not None and secret else None
@@ -151,11 +163,9 @@ class Web:
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "GET")
         if path == "/healthz":
-            return self._reply(start_response, 200, b"ok\n")
+            return self._probe(start_response, "healthz", self.alive, b"ok\n", "not healthy")
         if path == "/readyz":
-            return self._reply(
-                start_response, 200 if self.ready() else 503, b"ready\n" if self.ready() else b"not ready\n"
-            )
+            return self._probe(start_response, "readyz", self.ready, b"ready\n", "not ready")
         if path == "/metrics" and self.bot is not None:
             return self._reply(start_response, 200, self.bot.metrics.render(), "text/plain; version=0.0.4")
         if path == "/slack/events" and self.bot is not None and not self.socket_mode:
@@ -163,6 +173,18 @@ class Web:
                 return self._reply(start_response, 405, b"method not allowed\n")
             return self._slack(environ, start_response)
         return self._reply(start_response, 404, b"not found\n")
+
+    def _probe(self, start_response: StartResponse, name: str, check: Checks, good: bytes, bad: str) -> Iterable[bytes]:
+        problems = tuple(check())
+        if problems != self._said[name]:  # said once when it changes, not at every probe
+            self._said[name] = problems
+            if problems:
+                log.warning("/%s: %s: %s", name, bad, "; ".join(problems))
+            else:
+                log.info("/%s: good again", name)
+        if not problems:
+            return self._reply(start_response, 200, good)
+        return self._reply(start_response, 503, ("".join(f"{bad}: {p}\n" for p in problems)).encode())
 
     def _slack(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         assert self.bot is not None
@@ -274,9 +296,12 @@ def serve(
     threads: int = 16,
     ping_interval: float = 2.0,
     stale_after: float = 6.0,
+    alive: Checks = _none,
 ) -> None:
     """Run until SIGTERM or SIGINT. Socket Mode when `app_token` is given (pinging every
-    `ping_interval`, replacing a connection silent for `stale_after` seconds), HTTP otherwise."""
+    `ping_interval`, replacing a connection silent for `stale_after` seconds), HTTP otherwise.
+    `alive` says what has died that the process cannot do without (/healthz); /readyz asks the
+    database, and in Socket Mode whether the connection is up."""
     # hand the interpreter lock over more often than the default 5 ms, so that a request thread
     # waiting to send an acknowledgement is not held up by diagnoses parsing JSON
     sys.setswitchinterval(0.0005)
@@ -288,16 +313,21 @@ def serve(
         guard_envelopes(handler.client, api_url=bot.settings.slack_api_url)
         handler.connect()
 
-    def ready() -> bool:
-        if handler is None:
-            return True
-        connected = bool(handler.client.is_connected())
-        bot.metrics.socket_connected.set(1 if connected else 0)
-        return connected
+    def ready() -> list[str]:
+        problems = []
+        if handler is not None:
+            connected = bool(handler.client.is_connected())
+            bot.metrics.socket_connected.set(1 if connected else 0)
+            if not connected:
+                problems.append("the Socket Mode connection to Slack is down")
+        database = bot.db.ping()
+        if database:
+            problems.append(database)
+        return problems
 
     settings = bot.settings
     server = create_server(
-        Web(bot, ready=ready, socket_mode=handler is not None),
+        Web(bot, ready=ready, socket_mode=handler is not None, alive=alive),
         host=host,
         port=port,
         threads=threads,
@@ -316,10 +346,12 @@ def serve(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
-    log.info("nsstuck serving on %s:%s (%s mode)", host, port, "socket" if handler else "HTTP")
-    print(
-        f"nsstuck serving on http://{host}:{server.effective_port} ({'Socket' if handler else 'HTTP'} mode)", flush=True
-    )
+    log.info("nsstuck serving on %s:%s (%s mode)", host, server.effective_port, "socket" if handler else "HTTP")
+    if current_format() == "text":  # in JSON, every line of the output is a log record: the one above
+        print(
+            f"nsstuck serving on http://{host}:{server.effective_port} ({'Socket' if handler else 'HTTP'} mode)",
+            flush=True,
+        )
     try:
         server.run()
     except KeyboardInterrupt:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from typing import Any
 
-from sqlalchemy import URL, Engine, create_engine, event, make_url
+from sqlalchemy import URL, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import (
     ArgumentError,
     DBAPIError,
@@ -187,6 +187,16 @@ class Database:
                 raise
             finally:
                 session.close()
+
+    def ping(self) -> str | None:
+        """None when the database answers a `SELECT 1` now, else why not, in a few words (the error's
+        class only: no URL, no server message)."""
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except SQLAlchemyError as e:
+            return f"the database is unavailable ({type(e).__name__})"
+        return None
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -417,6 +417,7 @@ def test_export_json_and_csv(database: Database) -> None:
     assert json.loads(rows[0]["details"]) == {"i": 0, "note": "ünïcode ✓"}
     assert rows[4]["hash"] == head_hash
     assert rows[0]["request_id"] == "7"
+    assert nsstuck(database, "audit", "export", "-o", "csv").stdout == result.stdout  # -o csv: the same
 
     by_request = json.loads(nsstuck(database, "audit", "export", "--request", "8").stdout)
     assert [e["seq"] for e in by_request["entries"]] == [4, 5]
@@ -486,6 +487,11 @@ def test_backup_show(database: Database, database_url: str) -> None:
     assert raw.returncode == 0
     assert yaml.safe_load(raw.stdout) == KIALI
     assert "# the object exactly as it was read (--raw)" in raw.stdout
+    # -o json: the same object alone, as JSON (issue 24 §2)
+    as_json = nsstuck(database, "backup", "show", str(backup_id), "-o", "json")
+    assert as_json.returncode == 0
+    assert json.loads(as_json.stdout) == shown
+    assert json.loads(nsstuck(database, "backup", "show", str(backup_id), "--raw", "-o", "json").stdout) == KIALI
 
     missing = nsstuck(database, "backup", "show", str(backup_id + 1))
     assert (missing.returncode, missing.stderr.strip()) == (2, f"nsstuck: there is no backup {backup_id + 1}")

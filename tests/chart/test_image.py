@@ -88,7 +88,10 @@ def test_the_final_stage_runs_unprivileged_with_a_health_check() -> None:
     assert json.loads(by_name["CMD"].args) == ["serve"]
     # nothing is compiled or installed in the final stage: it only copies the build stage's environment
     assert not [ins for ins in stage if ins.name == "RUN" and ("apt-get" in ins.args or "pip install" in ins.args)]
-    assert [ins.args for ins in stage if ins.name == "COPY"] == ["--from=build /opt/nsstuck /opt/nsstuck"]
+    assert [ins.args for ins in stage if ins.name == "COPY"] == [
+        "--from=build /opt/nsstuck /opt/nsstuck",
+        "--from=build /opt/aws /opt/aws",  # the AWS CLI's own environment (tests/chart/test_aws_cli.py)
+    ]
 
 
 def _free_port() -> int:

@@ -279,9 +279,10 @@ class Score:
 
 
 def score(case: Case, diagnosis: Diagnosis) -> Score:
-    # the report's cause: the first blocking finding's; where nothing blocks, the first finding's
-    # (content still being deleted); `none` without findings
-    got = diagnosis.cause.value if diagnosis.cause is not None else "none"
+    blocking = [f for f in diagnosis.findings if f.blocking]
+    # the first blocking finding's cause; where none blocks, the report's (content_deleting: still being
+    # deleted, slow rather than stuck); none without findings
+    got = (blocking[0].cause.value if blocking else diagnosis.cause.value) if diagnosis.cause else "none"
     named = {(o.kind, o.name, o.namespace) for f in diagnosis.findings for o in f.objects}
     missing = tuple(
         str(e)

@@ -3,6 +3,7 @@ posts to Slack (the emulator) and is remembered by the next digest."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from sqlalchemy import create_engine, text
@@ -47,6 +48,12 @@ def test_a_dry_run_prints_the_digest_and_writes_nothing(kube_emulator: Emulator,
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Stuck namespaces (Mon 2026-11-23 10:00 UTC): 1 stuck longer than 30m")
     assert "ddd: stuck 3d 2h, orphaned_finalizer" in result.stdout
+    # -o json: the same digest as data (schema nsstuck.digest/v1)
+    as_json = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, "--dry-run", "-o", "json", env=env)
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert data["schema"] == "nsstuck.digest/v1"
+    assert data["channel"] == OPS_CHANNEL
     assert _count(env["NSSTUCK_DATABASE_URL"], "digest_runs") == 0
     assert _count(env["NSSTUCK_DATABASE_URL"], "incidents") == 0
 
@@ -61,6 +68,9 @@ def test_a_run_posts_to_slack_and_the_next_one_remembers_it(
     assert "digest posted to C0123ABCD: 1 stuck" in result.stdout
     [message] = slack_emulator.channel_messages(OPS_CHANNEL)
     assert "Newly stuck since the last digest" in slack_emulator.render(message)
+    # its links to the incidents' threads are not unfurled (the request as the emulator received it)
+    [post] = slack_emulator.calls("chat.postMessage")
+    assert (post.params.get("unfurl_links"), post.params.get("unfurl_media")) == (False, False)
     (tmp_path / "now").write_text("2026-11-23T11:00:00Z")
     run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, env=env)
     latest = slack_emulator.channel_messages(OPS_CHANNEL)[-1]

@@ -28,7 +28,8 @@ SHORT = CollectOptions(deadline=10, call_timeout=3, contents_from_conditions=Tru
 
 
 def _namespaced_lists(log: list[str], namespace: str) -> set[str]:
-    """The types listed inside `namespace` (`GET .../namespaces/<ns>/<resource>` without a name)."""
+    """The types listed inside `namespace` (`GET .../namespaces/<ns>/<resource>` without a name), less the
+    Events: every collection reads them as evidence, whatever types it lists as content."""
     out = set()
     for line in log:
         method, _, rest = line.partition(" ")
@@ -36,7 +37,6 @@ def _namespaced_lists(log: list[str], namespace: str) -> set[str]:
         parts = [p for p in path.split("/") if p]
         if method == "GET" and "namespaces" in parts:
             i = parts.index("namespaces")
-            # the namespace's Events are read as evidence (controllers at work), whatever the conditions say
             if parts[i + 1 : i + 2] == [namespace] and len(parts) == i + 3 and parts[i + 2] != "events":
                 out.add("/".join(parts[:i]) + "/" + parts[i + 2])
     return out

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.kubeapi.controllers import controllers_of
-from tests.fakes.kubeapi.controllers.kubelet import pod_ip
+from tests.fakes.kubeapi.controllers.kubelet import TEARDOWN_ERROR_ANNOTATION, pod_ip
 from tests.fakes.kubeapi.scenarios import Api, run_for
 
 from ._scenario_support import new_emulator
@@ -166,3 +166,69 @@ def test_replicaset_cannot_recreate_pods_in_a_terminating_namespace(api: Api) ->
     pods = api.http.list_items(PODS)
     assert len(pods) == 1  # the deleted one; no replacement could be created
     assert pods[0]["metadata"]["deletionTimestamp"]
+
+
+def test_pvc_protection_counts_a_finished_pod_until_it_is_deleted(api: Api) -> None:
+    """`podUsesPVC` (pkg/controller/volume/pvcprotection): a scheduled pod naming the claim uses it,
+    whatever its phase; only its deletion releases the claim."""
+    pvcs = "/api/v1/namespaces/work/persistentvolumeclaims"
+    api.create(
+        pvcs,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "out"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    )
+    _pod(api, "job", node="node-1", volumes=[{"name": "o", "persistentVolumeClaim": {"claimName": "out"}}])
+    api.emu.settle()
+    api.put_status(f"{PODS}/job", {"phase": "Succeeded"})
+    api.delete(f"{pvcs}/out")
+    run_for(api.emu, 30, step=10)
+    assert api.http.get(f"{pvcs}/out")["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    api.delete(f"{PODS}/job")
+    run_for(api.emu, 10, step=10)
+    assert api.http.get_or_none(f"{pvcs}/out") is None
+
+
+def _events_about(api: Api, pod: str) -> list[dict[str, Any]]:
+    return [e for e in api.http.list_items("/api/v1/namespaces/work/events") if e["involvedObject"]["name"] == pod]
+
+
+def test_kubelet_records_killing_and_its_teardown_error_as_events(api: Api) -> None:
+    meta = {"name": "hung", "annotations": {TEARDOWN_ERROR_ANNOTATION: "FailedKillPod"}}
+    spec = {"nodeName": "node-1", "terminationGracePeriodSeconds": 10, "containers": [{"name": "c", "image": "x"}]}
+    api.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+    api.emu.settle()
+    api.delete(f"{PODS}/hung")
+    run_for(api.emu, 40, step=10)
+    events = {e["reason"]: e for e in _events_about(api, "hung")}
+    assert events["Killing"]["type"] == "Normal"
+    assert events["Killing"]["message"] == "Stopping container c"
+    failed = events["FailedKillPod"]
+    assert failed["type"] == "Warning"
+    assert failed["source"] == {"component": "kubelet", "host": "node-1"}
+    assert failed["message"].startswith('error killing pod: failed to "KillContainer" for "c"')
+    assert failed["count"] >= 3  # one per pass past the grace period: the same event, patched
+    assert api.http.get(f"{PODS}/hung")["metadata"]["deletionTimestamp"]  # never confirmed
+
+
+def test_kubelet_events_are_lost_in_a_terminating_namespace_and_updates_still_land(api: Api) -> None:
+    meta = {"name": "hung", "annotations": {TEARDOWN_ERROR_ANNOTATION: "FailedUnMount"}}
+    spec = {"nodeName": "node-1", "terminationGracePeriodSeconds": 10, "containers": [{"name": "c", "image": "x"}]}
+    api.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+    _pod(api, "late", node="node-2", grace=600)
+    api.emu.settle()
+    api.delete(f"{PODS}/hung")
+    run_for(api.emu, 20, step=10)
+    before = next(e for e in _events_about(api, "hung") if e["reason"] == "FailedUnMount")["count"]
+    api.delete_namespace("work")
+    run_for(api.emu, 30, step=10)
+    # the namespace's deletion asked "late" to stop: its Killing could not be created (NamespaceLifecycle)
+    assert _events_about(api, "late") == []
+    # while the repeated FailedUnMount of "hung" is an update, which the API server still takes
+    after = next(e for e in _events_about(api, "hung") if e["reason"] == "FailedUnMount")
+    assert after["count"] > before
+    statuses = api.http.get(f"{PODS}/hung")["status"]["containerStatuses"]
+    assert [s["state"]["terminated"]["exitCode"] for s in statuses] == [137]  # stopped; the volume hangs

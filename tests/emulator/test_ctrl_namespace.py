@@ -17,6 +17,7 @@ from tests.fakes.kubeapi.controllers.namespace import (
     ConditionUpdater,
     allowed_estimate,
     backoff_delay,
+    conditions_of_version,
     content_failure_message,
     content_remaining_message,
     discovery_failure_message,
@@ -364,3 +365,12 @@ def test_api_error_texts_follow_client_go() -> None:
     assert (forbidden.client_go_text, forbidden.reason) == ("nope", "Forbidden")
     boom = ApiError(502, "GET", "/x", b"bad gateway", "text/plain")
     assert boom.client_go_text == 'an error on the server ("bad gateway") has prevented the request from succeeding'
+
+
+@pytest.mark.parametrize(
+    ("version", "count"),
+    [("1.15.12", 0), ("v1.16.15", 3), ("1.17", 5), ("1.33.1", 5), ("1.28+", 5), (None, 5), ("kube-emulator", 5)],
+)
+def test_the_conditions_a_release_writes(version: str | None, count: int) -> None:
+    """None before 1.16, the three failure conditions in 1.16, all five from 1.17 (k8s.io/api tags)."""
+    assert conditions_of_version(version) == CONDITION_TYPES[:count]

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,6 +61,15 @@ def _healthy(url: str) -> bool:
         return int(response.status) == 200
 
 
+def _readiness(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url + "/readyz", timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as e:
+        with e:
+            return int(e.code), e.read().decode()
+
+
 def test_the_bot_rides_out_a_database_restart(
     own_postgres: tuple[str, dict[str, str]],
     slack_emulator: SlackEmulator,
@@ -80,7 +90,9 @@ def test_the_bot_rides_out_a_database_restart(
                 assert acked.status == 200
                 assert "On it" in acked.body
             time.sleep(3)  # the diagnoses are done; their recording waits for the database
-            assert _healthy(bot.url)
+            assert _healthy(bot.url)  # alive: nothing to restart
+            code, said = _readiness(bot.url)  # but not ready: the database does not answer
+            assert (code, said.split(" (")[0]) == (503, "not ready: the database is unavailable"), said
         finally:
             _pg(env, "up")
 
@@ -89,6 +101,7 @@ def test_the_bot_rides_out_a_database_restart(
         bot.driver.slash_command("/nsstuck", "prod-eu after", user=ALICE, channel=OPS_CHANNEL)
         slack_emulator.wait_for_message(OPS_CHANNEL, "after", timeout=20)
         assert _healthy(bot.url)
+        assert _readiness(bot.url) == (200, "ready\n")
 
     engine = create_engine(url)
     try:

@@ -14,11 +14,12 @@ canary: unique, with 24 random hex digits, searched as itself, as fragments (eac
 part) and encoded (base64, and for the client key and certificate, windows of their base64, PEM and
 DER forms).
 
-Surfaces: the bot's log (at DEBUG), every command's stdout and stderr (in-process and as processes,
-also at DEBUG), every request the Slack emulator received and every message, ephemeral, response_url
-post, view and file it holds, the bot's HTTP answers (to Slack and on /healthz, /readyz, /metrics),
-the whole database as text (every table, every column, snapshots decompressed; the SQLite file's bytes
-too), the backups, and the objects of the cluster nsstuck changed.
+Surfaces: the bot's log (at DEBUG; as text over HTTP, as JSON lines in Socket Mode), every command's
+stdout and stderr (in-process and as processes, also at DEBUG), every request the Slack emulator
+received and every message, ephemeral, response_url post, view and file it holds, the bot's HTTP
+answers (to Slack and on /healthz, /readyz, /metrics), the whole database as text (every table, every
+column, snapshots decompressed; the SQLite file's bytes too), the backups, and the objects of the
+cluster nsstuck changed.
 
 The sweep cannot pass vacuously: it also checks that every credential was in use (a report came from
 each cluster whose kubeconfig holds only that credential, the exec plugin saw its environment, the
@@ -897,6 +898,9 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
         (("db", "current"), "head"),
     ):
         runs.append(Run(argv, env, {0}, says))
+    # every cluster checked, the failing ones among them: their reasons said, their secrets not
+    runs.append(Run(("clusters", "check"), env, {3}, "unreachable"))
+    runs.append(Run(("clusters", "check", "-o", "json"), env, {3}, "nsstuck.clusters/v1"))
     for url in _bad_database_urls(world.canaries):
         bad = {**env, "NSSTUCK_DATABASE_URL": url}
         runs.append(Run(("config", "check"), bad, {0}, "database: "))
@@ -973,13 +977,28 @@ SOCKET_SCENARIOS = [
 ]
 
 
+def _json_log_fields(log: str) -> str:
+    """Every field of every line of a JSON log, decoded (a JSON string escapes what it quotes); each
+    line must be one JSON object."""
+    out = []
+    for line in log.splitlines():
+        if line.strip():
+            record = json.loads(line)
+            assert isinstance(record, dict), line
+            assert {"time", "level", "logger", "message"} <= record.keys(), line
+            out.extend(str(value) for value in record.values())
+    assert out, "the log is empty"
+    return "\n".join(out)
+
+
 def test_socket_mode_and_the_database_password_stay_hidden(
     tmp_path: Path, slack_env: None, canaries: Canaries, sweep_database_urls: tuple[str, str | None]
 ) -> None:
     """The bot in Socket Mode (the app token in use) on each database (on PostgreSQL, with two roles, each
     with a password it must give: migrated as the owner, run as the runtime role): commands, a
     remediation, a digest, the commands that read the database; wrong passwords; Slack revoking the app
-    token."""
+    token. The bot and the commands log in JSON (NSSTUCK_LOG_FORMAT=json) at DEBUG: every line of the
+    bot's log is one JSON object, searched as it is and with its fields decoded."""
     surfaces = Surfaces()
     sweep_database, migration_url = sweep_database_urls
     postgres = sweep_database.startswith("postgresql")
@@ -988,6 +1007,7 @@ def test_socket_mode_and_the_database_password_stay_hidden(
         clock = tmp_path / "now"
         clock.write_text("2026-11-23T09:00:30Z\n")
         env = _base_env(world, slack, sweep_database, config, clock)
+        env["NSSTUCK_LOG_FORMAT"] = "json"  # this sweep reads the logs as operators who ship JSON do
         if migration_url:  # every command has it, as the bot does below (the chart gives it to the Job alone)
             env["NSSTUCK_MIGRATION_DATABASE_URL"] = migration_url
         wrong = make_url(sweep_database).set(password=canaries.wrong_db_password).render_as_string(hide_password=False)
@@ -1000,7 +1020,7 @@ def test_socket_mode_and_the_database_password_stay_hidden(
             runs += [Run(("db", "current"), bad, {1}, "password authentication failed")]
         outcomes = _processes(surfaces, runs)
         (tmp_path / "bot").mkdir()
-        bot_env = {**FAST, "NSSTUCK_CLOCK_FILE": str(clock)}
+        bot_env = {**FAST, "NSSTUCK_CLOCK_FILE": str(clock), "NSSTUCK_LOG_FORMAT": "json"}
         if migration_url:
             bot_env["NSSTUCK_MIGRATION_DATABASE_URL"] = migration_url
         debug = ("--log-level", "DEBUG")
@@ -1029,6 +1049,7 @@ def test_socket_mode_and_the_database_password_stay_hidden(
             finally:
                 slack.socket.drop_all()
         surfaces.add("bot log", bot.log.read_text())
+        surfaces.add("bot log, each JSON line's fields decoded", _json_log_fields(bot.log.read_text()))
         _slack_surfaces(slack, surfaces, [OPS_CHANNEL, *SWEEP_CHANNELS, DIGEST_CHANNEL], [ALICE, BOB])
         surfaces.add(f"database dump ({'PostgreSQL' if postgres else 'SQLite'})", _dump_database(sweep_database))
         for file in tmp_path.glob("sweep.db*"):

@@ -6,6 +6,7 @@ cluster is the Kubernetes emulator; the assertions read what a person sees in th
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -141,5 +142,11 @@ def test_history_lists_the_incident_only_to_the_caller(bot: Running) -> None:
     assert "ddd" in delivery.body
     assert "orphaned_finalizer" in delivery.body
     assert len(bot.slack.calls("chat.postMessage")) == posts_before  # an answer for the caller only
+    # its links to the incidents' threads are not unfurled, nor are those of the bot's posts
+    answer = json.loads(delivery.body)
+    assert (answer.get("unfurl_links"), answer.get("unfurl_media")) == (False, False)
+    posts = bot.slack.calls("chat.postMessage")
+    assert posts
+    assert all((p.params.get("unfurl_links"), p.params.get("unfurl_media")) == (False, False) for p in posts)
     refused = bot.driver.slash_command("/nsstuck", "history prod-eu", user=ALICE, channel=SECOND_CHANNEL)
     assert "cannot be looked at from this channel" in refused.body

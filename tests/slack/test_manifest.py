@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -41,9 +42,13 @@ def _called() -> set[str]:
     return found
 
 
+def _manifest(name: str = "manifest.yaml") -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((REPO / "slack" / name).read_text())
+    return loaded
+
+
 def _manifest_scopes() -> set[str]:
-    manifest = yaml.safe_load((REPO / "slack" / "manifest.yaml").read_text())
-    return set(manifest["oauth_config"]["scopes"]["bot"])
+    return set(_manifest()["oauth_config"]["scopes"]["bot"])
 
 
 def test_every_web_api_call_of_the_bot_is_known_here() -> None:
@@ -59,3 +64,21 @@ def test_the_manifest_asks_for_exactly_the_scopes_the_calls_need() -> None:
     sources = "".join(path.read_text() for path in (REPO / "bot").rglob("*.py"))
     needed.update(scope for scope, read in FIELD_SCOPES.items() if read in sources)
     assert _manifest_scopes() == needed
+
+
+def test_the_socket_mode_manifest_is_the_same_app_without_an_address() -> None:
+    """slack/manifest-socket-mode.yaml: Socket Mode on, no URL anywhere (Slack refuses a Socket Mode
+    manifest's request URLs), and otherwise what manifest.yaml says: the same scopes, command, events."""
+    http, socket = _manifest(), _manifest("manifest-socket-mode.yaml")
+    assert http["settings"]["socket_mode_enabled"] is False
+    assert socket["settings"]["socket_mode_enabled"] is True
+    text = (REPO / "slack" / "manifest-socket-mode.yaml").read_text()
+    assert "url:" not in text
+    assert "https://" not in text.split("\n", 5)[-1]  # past the header comment
+    for manifest in (http, socket):
+        for command in manifest["features"]["slash_commands"]:
+            command.pop("url", None)
+        manifest["settings"]["event_subscriptions"].pop("request_url", None)
+        manifest["settings"]["interactivity"].pop("request_url", None)
+        manifest["settings"].pop("socket_mode_enabled")
+    assert socket == http

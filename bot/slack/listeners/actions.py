@@ -13,6 +13,7 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk.errors import SlackApiError
 
 from bot.errors import UnknownClusterError, UserError
+from bot.logs import log_context
 from bot.remediation.requests import VoteKind
 from bot.services.remediating import Remediation
 from bot.slack import ids
@@ -68,6 +69,10 @@ class ActionListener:
 
     def on_request(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         ack()
+        with log_context(slack_user=str((body.get("user") or {}).get("id") or "")):
+            self._request(body, action)
+
+    def _request(self, body: dict[str, Any], action: dict[str, Any]) -> None:
         user = str((body.get("user") or {}).get("id") or "")
         channel = click_channel(body)
         value = action.get("value")
@@ -103,6 +108,10 @@ class ActionListener:
         self._decide(body, action, approve=False)
 
     def _decide(self, body: dict[str, Any], action: dict[str, Any], *, approve: bool) -> None:
+        with log_context(slack_user=str((body.get("user") or {}).get("id") or "")):
+            self._vote(body, action, approve=approve)
+
+    def _vote(self, body: dict[str, Any], action: dict[str, Any], *, approve: bool) -> None:
         user = str((body.get("user") or {}).get("id") or "")
         value = action.get("value")
         if not (isinstance(value, str) and _REQUEST_VALUE.fullmatch(value)) or not user:

@@ -7,13 +7,16 @@ nothing.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
 
 from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
+from bot.logs import bind, log_context
 from bot.services.answering import Answering, DiagnosisQueueFull
+from bot.services.clusterchecking import ClusterChecks, ClustersCheck, summary_lines
 from bot.services.history import history
 from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
@@ -21,6 +24,8 @@ from bot.settings import AppConfig
 from bot.slack import history_blocks, parsing
 from bot.slack.text import code, escape
 from bot.store.database import Database
+
+log = logging.getLogger(__name__)
 
 
 class _Asker:
@@ -41,8 +46,16 @@ class _Asker:
 
 class CommandListener:
     def __init__(
-        self, *, config: AppConfig, db: Database, metrics: Metrics, answering: Answering, limits: CommandLimits
+        self,
+        *,
+        config: AppConfig,
+        db: Database,
+        metrics: Metrics,
+        answering: Answering,
+        limits: CommandLimits,
+        cluster_checks: ClusterChecks | None = None,
     ) -> None:
+        self.cluster_checks = cluster_checks
         self.config = config
         self.db = db
         self.metrics = metrics
@@ -53,11 +66,17 @@ class CommandListener:
         app.command("/nsstuck")(self.on_command)
 
     def on_command(self, ack: Ack, command: dict[str, Any], respond: Respond) -> None:
+        with log_context(slack_user=str(command.get("user_id") or "")):
+            self._on_command(ack, command, respond)
+
+    def _on_command(self, ack: Ack, command: dict[str, Any], respond: Respond) -> None:
         config = self.config
         parsed = parsing.parse(str(command.get("text") or ""), config.cluster_names)
         kind = type(parsed).__name__.lower()
         self.metrics.commands.labels(kind=kind).inc()
         user = str(command.get("user_id") or "")
+        bind(cluster=getattr(parsed, "cluster", None), namespace=getattr(parsed, "namespace", None))
+        log.info("command /nsstuck (%s) in channel %s", kind, str(command.get("channel_id") or "?"))
         over = self.limits.refusal(user, str(command.get("channel_id") or ""))
         if over is not None:
             self.metrics.commands_refused.labels(reason=f"{over}_rate").inc()
@@ -72,7 +91,7 @@ class CommandListener:
             return
         channel = str(command.get("channel_id") or "")
         if isinstance(parsed, parsing.ListClusters):
-            ack(text=self._clusters_text(channel))
+            self._clusters(channel, ack, respond)
             return
         if isinstance(parsed, parsing.History):
             if parsed.cluster and not config.require_cluster(parsed.cluster).allows(channel):
@@ -84,7 +103,8 @@ class CommandListener:
             found = history(self.db, cluster=parsed.cluster, namespace=parsed.namespace, within=within)
             workspace = history_blocks.workspace_url(str(command.get("team_domain") or "") or None)
             message = history_blocks.history_message(found, workspace=workspace)
-            ack(text=message.text, blocks=list(message.blocks))
+            # links to the incidents' threads: no preview of each
+            ack(text=message.text, blocks=list(message.blocks), unfurl_links=False, unfurl_media=False)
             return
         cluster = config.require_cluster(parsed.cluster)
         if not cluster.allows(channel):
@@ -100,11 +120,30 @@ class CommandListener:
             return
         ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
 
-    def _clusters_text(self, channel: str) -> str:
-        clusters = self.config.clusters
-        if not clusters:
-            return "No cluster is registered yet (see the config file's `clusters:`)."
-        lines = []
-        for cluster in clusters:
-            lines.append(f"• {code(cluster.name)}" + ("" if cluster.allows(channel) else " (not from this channel)"))
-        return "Registered clusters:\n" + "\n".join(lines)
+    def _clusters(self, channel: str, ack: Ack, respond: Respond) -> None:
+        """The clusters this channel may use; each one checked (as `nsstuck clusters check`) in the
+        background, the summary sent to the caller only."""
+        if not self.config.clusters:
+            ack(text="No cluster is registered yet (see the config file's `clusters:`).")
+            return
+        names = self.config.clusters_in(channel)
+        if not names:
+            ack(text="No registered cluster may be used from this channel.")
+            return
+        listing = ", ".join(code(name) for name in names)
+        if self.cluster_checks is None:
+            ack(text=f"Clusters you can name here: {listing}")
+            return
+        ack(text=f"Clusters you can name here: {listing}. Checking each (reachability, identity, permissions)…")
+
+        def done(report: ClustersCheck) -> None:
+            respond(text=clusters_text(report))
+
+        self.cluster_checks.submit(names, done)
+
+
+def clusters_text(report: ClustersCheck) -> str:
+    """The summary of `nsstuck clusters check`, for Slack (mrkdwn, escaped)."""
+    state = {0: "all good", 1: "a permission is missing", 3: "a cluster is unreachable"}[report.exit_code]
+    blocks = ["\n".join(escape(line) for line in summary_lines(check)) for check in report.clusters]
+    return f"*Clusters check: {state}*\n```" + "\n".join(blocks) + "```"

@@ -27,6 +27,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end -}}
 
+{{/* The `helm test` pod: not one of nsstuck's pods (no Service, no budget, not under its NetworkPolicy). */}}
+{{- define "nsstuck.testLabels" -}}
+app.kubernetes.io/name: {{ include "nsstuck.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
+{{- end -}}
+
 {{- define "nsstuck.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "nsstuck.selectorLabels" . }}

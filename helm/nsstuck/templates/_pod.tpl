@@ -47,9 +47,16 @@
 - name: NSSTUCK_HTTP_PORT
   value: "3000"
 {{ include "nsstuck.databaseEnv" . }}
+- name: NSSTUCK_LOG_LEVEL
+  value: {{ .Values.logging.level | quote }}
+- name: NSSTUCK_LOG_FORMAT
+  value: {{ .Values.logging.format | quote }}
 {{- range $key := keys .Values.env | sortAlpha }}
 - name: {{ $key }}
   value: {{ get $.Values.env $key | toString | quote }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}
 

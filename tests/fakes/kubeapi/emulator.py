@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 import yaml
 
 from .apiserver import Cluster
+from .awsauth import EksAuthenticator
 from .clock import Clock, FakeClock, RealClock
 from .knobs import Knobs
 from .server import Journaled, Server, make_server, serve_in_thread
@@ -65,6 +66,7 @@ class Emulator:
         self.user_token = f"user-{rnd.getrandbits(64):016x}"
         self.tokens: dict[str, str] = {self.admin_token: ADMIN_IDENTITY, self.user_token: USER_IDENTITY}
         self.basic_auth: dict[str, str] = {}  # base64("username:password") -> user
+        self.eks_auth: EksAuthenticator | None = None  # accept_eks_tokens
         self.cluster = Cluster(self.clock, self.knobs, seed=seed)
         self.cluster.tokens = self.tokens
         self.cluster.options = self.options
@@ -150,6 +152,14 @@ class Emulator:
         token = token or f"tok-{secrets.token_hex(8)}"
         self.tokens[token] = user
         return token
+
+    def accept_eks_tokens(self, cluster_id: str, access_key: str, secret_key: str, user: str) -> None:
+        """Also accept, as ``user``, the EKS tokens (``k8s-aws-v1.``, what ``aws eks get-token`` prints)
+        for the cluster named ``cluster_id`` signed with this access key and secret key: the signature
+        is checked as STS checks it (awsauth.py), without STS."""
+        if self.eks_auth is None or self.eks_auth.cluster_id != cluster_id:
+            self.eks_auth = EksAuthenticator(cluster_id)
+        self.eks_auth.keys[access_key] = (secret_key, user)
 
     def add_basic_auth(self, user: str, username: str, password: str) -> None:
         """Accept HTTP basic auth with ``username``/``password`` as ``user`` (what ``--basic-auth-file``

@@ -25,6 +25,7 @@ on the emulator's options and on the installed controllers.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from typing import Any, Literal
 
 from .controllers import controllers_of
 from .controllers._http import JSON, ApiError, KubeHTTP
-from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTATION
+from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTATION, TEARDOWN_ERROR_ANNOTATION
 
 Cause = Literal[
     "apiservice_unavailable",
@@ -854,7 +855,9 @@ def _lost_node_missing(emu: Any) -> None:
     run_for(emu, 90, step=30)
 
 
-def _postgres(api: Api, ns: str, *, node: str, stuck: bool = False) -> None:
+def _postgres(
+    api: Api, ns: str, *, node: str, stuck: bool | str = False, error: str | None = None, grace: int = 30
+) -> None:
     api.create(
         "/api/v1/persistentvolumes",
         {
@@ -890,7 +893,11 @@ def _postgres(api: Api, ns: str, *, node: str, stuck: bool = False) -> None:
         f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data-postgres-0",
         {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}},
     )
-    annotations = {STUCK_TERMINATING_ANNOTATION: "true"} if stuck else None
+    annotations: dict[str, str] = {}
+    if stuck:
+        annotations[STUCK_TERMINATING_ANNOTATION] = "true" if stuck is True else str(stuck)
+    if error:
+        annotations[TEARDOWN_ERROR_ANNOTATION] = error
     meta: JSON = {"name": "postgres-0", "labels": {"app": "postgres"}}
     if annotations:
         meta["annotations"] = annotations
@@ -902,7 +909,7 @@ def _postgres(api: Api, ns: str, *, node: str, stuck: bool = False) -> None:
             "metadata": meta,
             "spec": {
                 "nodeName": node,
-                "terminationGracePeriodSeconds": 30,
+                "terminationGracePeriodSeconds": grace,
                 "containers": [
                     {
                         "name": "postgres",
@@ -932,9 +939,13 @@ def _pod_stuck_terminating(emu: Any) -> None:
     api = _start(emu)
     ns = "legacy-app"
     api.namespace(ns)
-    # the node is Ready, but its kubelet cannot finish tearing the pod down (a hung volume unmount)
-    _postgres(api, ns, node="node-2", stuck=True)
+    # the node is Ready, but its kubelet cannot stop the container (the runtime times out)
+    _postgres(api, ns, node="node-2", error="FailedKillPod")
     run_for(emu, 30)
+    # someone deleted the pod first: it hung in Terminating, and the kubelet recorded why, while the
+    # namespace could still take new Events; then the namespace was deleted too
+    api.delete(f"/api/v1/namespaces/{ns}/pods/postgres-0")
+    run_for(emu, 60, step=30)
     api.delete_namespace(ns)
     run_for(emu, 120, step=30)
 
@@ -1263,6 +1274,398 @@ def _widget_scenarios() -> list[Scenario]:
         )
     )
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 23 §3, "stuck or slow": a namespace the namespace controller has not touched (its Lease
+# tells running from stopped from unseen), pods past their grace period on Ready nodes read for
+# progress (kubelet Events, container states, VolumeAttachments), pvc-protection that waits for a
+# pod in its grace period or is orphaned by a stopped kube-controller-manager, and
+# OrderedNamespaceDeletion on a 1.33 server. Status that components outside the emulator write
+# (the attach/detach controller and the CSI external-attacher's VolumeAttachments, the
+# StatefulSet controller's pod) is written through the API as they write it.
+
+CSI_DRIVER = "ebs.csi.aws.com"
+
+
+def _csi_postgres(
+    api: Api, ns: str, *, node: str, stuck: str | None = None, grace: int = 30, attachment: str | None = None
+) -> str:
+    """A StatefulSet's postgres-0 on a dynamically provisioned CSI volume (PV `pvc-<claim uid>`), with
+    its VolumeAttachment on ``node`` ("attached"; "detaching": deleted, held by the attacher's
+    finalizer). Returns the PV's name."""
+    claim = api.create(
+        f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data-postgres-0", "labels": {"app": "postgres"}},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "20Gi"}},
+                "storageClassName": "gp3",
+            },
+        },
+    )
+    volume = f"pvc-{claim['metadata']['uid']}"
+    # the external-provisioner's PV and the PV controller's binding
+    api.create(
+        "/api/v1/persistentvolumes",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume, "annotations": {"pv.kubernetes.io/provisioned-by": CSI_DRIVER}},
+            "spec": {
+                "capacity": {"storage": "20Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Delete",
+                "storageClassName": "gp3",
+                "csi": {"driver": CSI_DRIVER, "volumeHandle": "vol-0c1d2e3f4a5b6c7d8", "fsType": "ext4"},
+                "claimRef": {"namespace": ns, "name": "data-postgres-0", "uid": claim["metadata"]["uid"]},
+            },
+        },
+    )
+    api.put_status(f"/api/v1/persistentvolumes/{volume}", {"phase": "Bound"})
+    claim_path = f"/api/v1/namespaces/{ns}/persistentvolumeclaims/data-postgres-0"
+    bound = api.http.get(claim_path)
+    api.http.put(claim_path, {**bound, "spec": {**bound["spec"], "volumeName": volume}})
+    api.put_status(claim_path, {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "20Gi"}})
+    statefulset = api.create(
+        f"/apis/apps/v1/namespaces/{ns}/statefulsets",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "postgres", "labels": {"app": "postgres"}},
+            "spec": {
+                "serviceName": "postgres",
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "postgres"}},
+                "template": {
+                    "metadata": {"labels": {"app": "postgres"}},
+                    "spec": {"containers": [{"name": "postgres", "image": "postgres:17"}]},
+                },
+            },
+        },
+    )
+    meta: JSON = {
+        "name": "postgres-0",
+        "labels": {"app": "postgres", "statefulset.kubernetes.io/pod-name": "postgres-0"},
+        "ownerReferences": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "name": "postgres",
+                "uid": statefulset["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    if stuck:
+        meta["annotations"] = {STUCK_TERMINATING_ANNOTATION: stuck}
+    api.create(
+        f"/api/v1/namespaces/{ns}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": meta,
+            "spec": {
+                "nodeName": node,
+                "terminationGracePeriodSeconds": grace,
+                "containers": [
+                    {
+                        "name": "postgres",
+                        "image": "postgres:17",
+                        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}],
+                    }
+                ],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data-postgres-0"}}],
+            },
+        },
+    )
+    if attachment:
+        # the attach/detach controller's VolumeAttachment, attached by the CSI external-attacher
+        name = "csi-" + hashlib.sha256(f"vol-0c1d2e3f4a5b6c7d8{CSI_DRIVER}{node}".encode()).hexdigest()
+        api.create(
+            "/apis/storage.k8s.io/v1/volumeattachments",
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "VolumeAttachment",
+                "metadata": {"name": name, "finalizers": [f"external-attacher/{CSI_DRIVER.replace('.', '-')}"]},
+                "spec": {"attacher": CSI_DRIVER, "nodeName": node, "source": {"persistentVolumeName": volume}},
+            },
+        )
+        api.put_status(
+            f"/apis/storage.k8s.io/v1/volumeattachments/{name}",
+            {"attached": True, "attachmentMetadata": {"devicePath": "/dev/xvdba"}},
+        )
+        if attachment == "detaching":
+            api.delete(f"/apis/storage.k8s.io/v1/volumeattachments/{name}")
+    return volume
+
+
+def _namespace_controller_not_yet(emu: Any) -> None:
+    api = _start(emu)
+    ns = "review-881"
+    api.namespace(ns)
+    app(api, ns, "review", replicas=1)
+    run_for(emu, 30)
+    # kube-controller-manager runs (its Lease is renewed) but its namespace controller has not got to
+    # this namespace yet (a restarted controller still syncing its informers, a long queue)
+    ctrls = controllers_of(emu)
+    if ctrls is not None:
+        ctrls.namespace.enabled = False
+    api.delete_namespace(ns)
+    run_for(emu, 120, step=30)
+
+
+def _namespace_controller_unseen(emu: Any) -> None:
+    api = _start(emu)
+    ns = "sandbox-7"
+    api.namespace(ns)
+    app(api, ns, "sandbox", replicas=1)
+    run_for(emu, 30)
+    ctrls = controllers_of(emu)
+    if ctrls is not None:
+        ctrls.stop_kube_controller_manager()
+    api.delete_namespace(ns)
+    run_for(emu, 600, step=60)
+
+
+def _pod_no_progress(emu: Any) -> None:
+    api = _start(emu)
+    ns = "ledger"
+    api.namespace(ns)
+    _csi_postgres(api, ns, node="node-2", stuck="true", attachment="attached")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 720, step=60)  # twelve minutes past the grace period: the kubelet says nothing
+
+
+def _pod_volume_teardown(emu: Any) -> None:
+    api = _start(emu)
+    ns = "orders"
+    api.namespace(ns)
+    _csi_postgres(api, ns, node="node-2", stuck="volumes", attachment="detaching")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+def _pvc_pod_in_grace(emu: Any) -> None:
+    api = _start(emu)
+    ns = "warehouse"
+    api.namespace(ns)
+    _postgres(api, ns, node="node-2", grace=600)
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)  # postgres-0 has ten minutes to shut down cleanly
+
+
+def _pvc_protection_down(emu: Any) -> None:
+    api = _start(emu)
+    ns = "archive"
+    api.namespace(ns)
+    _postgres(api, ns, node="node-2")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 10, step=10)  # the namespace controller deleted everything; postgres-0 is in its grace
+    ctrls = controllers_of(emu)
+    if ctrls is not None:
+        ctrls.stop_kube_controller_manager()  # ...and kube-controller-manager stopped
+    run_for(emu, 120, step=30)  # the kubelet removed postgres-0; nobody removes pvc-protection
+
+
+def _old_server_not_yet(emu: Any) -> None:
+    api = _start(emu)
+    ctrls = controllers_of(emu)
+    if ctrls is not None:
+        ctrls.stop_kube_controller_manager()  # restarting: nothing of it runs for now
+    # a CI job's namespace, created and deleted at once: nothing was ever created in it
+    api.namespace("ci-build-77")
+    api.delete_namespace("ci-build-77")
+    run_for(emu, 120, step=30)
+
+
+def _stuck_or_slow_scenarios() -> list[Scenario]:
+    v133 = MappingProxyType({"server_version": "1.33.1"})
+    unordered = MappingProxyType({"server_version": "1.32.4", "ordered_namespace_deletion": False})
+    return [
+        Scenario(
+            name="namespace-controller-not-yet",
+            title="no conditions two minutes after the delete, while kube-controller-manager's Lease is renewed",
+            description=(
+                "kube-controller-manager runs (its Lease is fresh) but its namespace controller has not got to "
+                "this namespace yet: slow, not stuck."
+            ),
+            build=_namespace_controller_not_yet,
+            options=v133,
+            expected=Expected(
+                namespace="review-881",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="namespace-controller-unseen",
+            title="no conditions ten minutes after the delete, and no kube-controller-manager Lease at all",
+            description=(
+                "A control plane without a visible leader-election Lease: whether the namespace controller runs "
+                "cannot be seen, so the report says so and asks to check it."
+            ),
+            build=_namespace_controller_unseen,
+            options=MappingProxyType({**v133, "controller_manager_lease": False}),
+            expected=Expected(
+                namespace="sandbox-7",
+                state="terminating",
+                causes=("unknown",),
+                blocking=(),
+                first_remedy="investigate",
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="pod-teardown-no-progress",
+            title="a StatefulSet pod twelve minutes past its grace period on a Ready node, and no sign of its kubelet",
+            description=(
+                "postgres-0 (CSI volume still attached) stays Terminating on Ready node-2; no container stopped, no "
+                "Event (none can be created in a terminating namespace), no error: no progress seen, look at "
+                "the kubelet before any force-delete, which is high risk here."
+            ),
+            build=_pod_no_progress,
+            options=v133,
+            expected=Expected(
+                namespace="ledger",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="investigate",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("ledger")),
+            ),
+        ),
+        Scenario(
+            name="pod-volume-teardown",
+            title="a pod past its grace period whose containers stopped and whose volume is detaching",
+            description=(
+                "postgres-0's containers stopped at the end of its grace period; its CSI volume is detaching from "
+                "node-2 (its VolumeAttachment is being deleted): progress, content still being deleted."
+            ),
+            build=_pod_volume_teardown,
+            options=v133,
+            expected=Expected(
+                namespace="orders",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=conditions(content_failure=_unexpected_pods("orders")),
+            ),
+        ),
+        Scenario(
+            name="pvc-pod-in-grace",
+            title="a PVC with pvc-protection whose pod is inside its ten-minute grace period",
+            description=(
+                "A 1.32 cluster deletes everything at once; data-postgres-0 waits for postgres-0, which is "
+                "shutting down within its grace period: not blocking."
+            ),
+            build=_pvc_pod_in_grace,
+            options=unordered,
+            expected=Expected(
+                namespace="warehouse",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=conditions(
+                    remaining="Some resources are remaining: persistentvolumeclaims. has 1 resource instances, "
+                    "pods. has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: "
+                    "kubernetes.io/pvc-protection in 1 resource instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="pvc-protection-controller-down",
+            title="a PVC no pod uses keeps pvc-protection after kube-controller-manager stopped",
+            description=(
+                "The pod is gone; kube-controller-manager (and its pvc-protection controller) stopped, its "
+                "Lease lapsed: the finalizer is orphaned until it is back."
+            ),
+            build=_pvc_protection_down,
+            options=unordered,
+            expected=Expected(
+                namespace="archive",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(ObjectRef("PersistentVolumeClaim", "data-postgres-0", "archive"),),
+                first_remedy="fix_controller",
+                conditions=conditions(
+                    remaining="Some resources are remaining: persistentvolumeclaims. has 1 resource instances, "
+                    "pods. has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: "
+                    "kubernetes.io/pvc-protection in 1 resource instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="old-server-namespace-not-yet",
+            title="a 1.15 cluster: an empty namespace deleted two minutes ago, no conditions",
+            description=(
+                "Before 1.16 the namespace controller writes no conditions and this control plane shows no "
+                "Lease: an empty namespace younger than the controller's 5-minute resync is still being deleted."
+            ),
+            build=_old_server_not_yet,
+            options=MappingProxyType({"server_version": "1.15.12", "controller_manager_lease": False}),
+            expected=Expected(
+                namespace="ci-build-77",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="pod-on-notready-node-1-15",
+            title="a 1.15 cluster: pods on a NotReady node, and no namespace conditions to say so",
+            description=(
+                "As pod-on-notready-node on a server before 1.16: the namespace controller runs and writes no "
+                "conditions; the pods and their node tell the cause."
+            ),
+            build=_lost_node_not_ready,
+            options=MappingProxyType({"server_version": "1.15.12", "controller_manager_lease": False}),
+            expected=Expected(
+                namespace="batch-jobs",
+                state="terminating",
+                causes=("pod_on_lost_node",),
+                blocking=(ObjectRef("Pod", "worker-*", "batch-jobs"),),
+                first_remedy="force_delete_pod",
+                conditions=None,
+            ),
+        ),
+        Scenario(
+            name="pod-on-notready-node-ordered",
+            title="a 1.33 cluster: pods on a NotReady node hold the whole namespace (OrderedNamespaceDeletion)",
+            description=(
+                "As pod-on-notready-node, on a server whose version has OrderedNamespaceDeletion on: nothing but "
+                "the pods has been deleted, and the report says the pods hold everything else."
+            ),
+            build=_lost_node_not_ready,
+            options=v133,
+            expected=Expected(
+                namespace="batch-jobs",
+                state="terminating",
+                causes=("pod_on_lost_node",),
+                blocking=(ObjectRef("Pod", "worker-*", "batch-jobs"),),
+                first_remedy="force_delete_pod",
+                conditions=conditions(content_failure=_unexpected_pods("batch-jobs")),
+            ),
+        ),
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1952,6 +2355,7 @@ def _scenarios() -> list[Scenario]:
             ),
         ),
         *_widget_scenarios(),
+        *_stuck_or_slow_scenarios(),
         *_controller_scenarios(),
         Scenario(
             name="pod-on-notready-node",
@@ -2017,16 +2421,19 @@ def _scenarios() -> list[Scenario]:
             name="pod-stuck-terminating-ready-node",
             title="a pod on a Ready node that its kubelet cannot finish tearing down",
             description=(
-                "postgres-0 sits on Ready node-2 with a deletionTimestamp long past: a hung volume unmount "
-                "keeps the kubelet from confirming the deletion. Not a lost node: an unexplained delete failure."
+                "postgres-0 sits on Ready node-2 with a deletionTimestamp long past, and its kubelet records "
+                "FailedKillPod (the container runtime times out): a kubelet error, quoted; look at the kubelet "
+                "before any force-delete (the pod holds a volume)."
             ),
             build=_pod_stuck_terminating,
+            options=MappingProxyType({"server_version": "1.33.1"}),
             expected=Expected(
                 namespace="legacy-app",
                 state="terminating",
                 causes=("deletion_error",),
                 blocking=(ObjectRef("Pod", "postgres-0", "legacy-app"),),
-                first_remedy="force_delete_pod",
+                first_remedy="investigate",
+                acceptable_remedies=("force_delete_pod",),
                 conditions=conditions(content_failure=_unexpected_pods("legacy-app")),
             ),
         ),

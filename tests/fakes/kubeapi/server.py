@@ -260,6 +260,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 token = auth[7:].strip() if auth.lower().startswith("bearer ") else ""
                 user = None if token in self.emu.knobs.expired_tokens else self.emu.tokens.get(token)
+                if user is None and self.emu.eks_auth is not None:  # Emulator.accept_eks_tokens
+                    user = self.emu.eks_auth.user(token)
         if user is None:
             raise unauthorized()
         req.user = user

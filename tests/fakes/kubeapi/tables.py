@@ -223,6 +223,23 @@ def columns_and_row(cluster: Cluster, rt: ResourceType) -> tuple[list[dict[str, 
             return [service, avail]
 
         return [NAME_COL, _col("Service"), _col("Available"), AGE_COL], apisvc
+    if g == "storage.k8s.io" and p == "volumeattachments":
+        # pkg/printers/internalversion/printers.go printVolumeAttachment
+        def attachment(o: dict[str, Any]) -> list[Any]:
+            spec = o.get("spec") or {}
+            pv = (spec.get("source") or {}).get("persistentVolumeName") or ""
+            return [
+                spec.get("attacher", ""),
+                pv,
+                spec.get("nodeName", ""),
+                bool((o.get("status") or {}).get("attached")),
+            ]
+
+        cols = [NAME_COL, _col("Attacher"), _col("PV"), _col("Node"), _col("Attached", "boolean"), AGE_COL]
+        return cols, attachment
+    if g == "coordination.k8s.io" and p == "leases":
+        # printLease
+        return [NAME_COL, _col("Holder"), AGE_COL], lambda o: [(o.get("spec") or {}).get("holderIdentity", "")]
     if g == "apiextensions.k8s.io" and p == "customresourcedefinitions":
         return [NAME_COL, _col("Created At", "date")], lambda o: [
             (o.get("metadata") or {}).get("creationTimestamp", "")

@@ -25,7 +25,9 @@ store revision (and, for clock-driven controllers, the time) has not moved since
 
 Test-only conventions read by the fake kubelet (there are no containers to break):
 ``emulator.nsstuck.dev/crash-loop: "true"`` on a pod keeps it in CrashLoopBackOff (not Ready);
-``emulator.nsstuck.dev/stuck-terminating: "true"`` makes its deletion never complete.
+``emulator.nsstuck.dev/stuck-terminating: "true"`` makes its deletion never complete (``"volumes"``: its
+containers stop, its volumes never come down); ``emulator.nsstuck.dev/teardown-error: FailedKillPod``
+(or ``FailedUnMount``) makes it never complete either, the kubelet recording that error as an Event.
 """
 
 from __future__ import annotations

@@ -9,7 +9,16 @@ Kubelet (one per Ready node):
   passed on ``emu.clock`` (the containers got their whole grace period). Its finalizers, if any,
   still hold it afterwards, as on a real cluster. A pod annotated
   ``emulator.nsstuck.dev/stuck-terminating: "true"`` is never confirmed (the kubelet cannot tear
-  it down, e.g. a hung volume unmount): it stays Terminating on a Ready node.
+  it down, e.g. a hung volume unmount): it stays Terminating on a Ready node. The value
+  ``"volumes"`` stops its containers at the end of the grace period (state ``terminated``, as the
+  kubelet reports them) and then hangs tearing down its volumes, silently;
+- a deleting pod annotated ``emulator.nsstuck.dev/teardown-error: FailedKillPod`` (or ``FailedUnMount``)
+  is never confirmed either, and at every pass past its grace period the kubelet records that error as
+  a Warning Event about the pod (``FailedUnMount``: its containers have stopped, the volume will not
+  unmount). At the start of every graceful pod deletion it records ``Killing`` ("Stopping container
+  <name>"). Events go through the API like the kubelet's recorder: a repeated one is patched (count,
+  lastTimestamp), a new one is created, and in a terminating namespace the API server refuses the
+  create (NamespaceLifecycle), so that Event is lost, as on a real cluster.
 
 A node whose Ready condition is not True has no working kubelet: its pods keep their
 ``deletionTimestamp`` forever (until the node comes back, the Node is deleted, or someone
@@ -32,6 +41,16 @@ from ._util import condition, get_path, meta, now_of, parse_time, rfc3339
 
 CRASH_LOOP_ANNOTATION = "emulator.nsstuck.dev/crash-loop"
 STUCK_TERMINATING_ANNOTATION = "emulator.nsstuck.dev/stuck-terminating"
+TEARDOWN_ERROR_ANNOTATION = "emulator.nsstuck.dev/teardown-error"
+# pkg/kubelet/events/event.go reasons, with messages in the kubelet's wording
+# (pkg/kubelet/kuberuntime/kuberuntime_manager.go KillPod; pkg/volume/util/operationexecutor UnmountVolume)
+TEARDOWN_ERRORS = {
+    "FailedKillPod": 'error killing pod: failed to "KillContainer" for "{container}" with KillContainerError: '
+    '"rpc error: code = DeadlineExceeded desc = context deadline exceeded"',
+    "FailedUnMount": 'UnmountVolume.TearDown failed for volume "{volume}" (UniqueName: "kubernetes.io/csi/{volume}") '
+    'pod "{uid}" (UID: "{uid}") : kubernetes.io/csi: Unmounter.TearDownAt failed: rpc error: code = Internal desc '
+    "= unmount failed: exit status 32: umount: target is busy",
+}
 ORPHAN_QUARANTINE_SECONDS = 40.0
 
 
@@ -148,9 +167,7 @@ class Kubelet:
                 continue
             deleting = parse_time(meta(pod).get("deletionTimestamp"))
             if deleting is not None:
-                stuck = (meta(pod).get("annotations") or {}).get(STUCK_TERMINATING_ANNOTATION) == "true"
-                if deleting <= now and meta(pod).get("deletionGracePeriodSeconds") != 0 and not stuck:
-                    changed |= _force_delete(client, pod)
+                changed |= self._deleting(client, pod, deleting, now)
                 continue
             if get_path(pod, "status", "phase") in (None, "", "Pending"):
                 body = {**pod, "status": running_status(pod, node, now)}
@@ -162,6 +179,119 @@ class Kubelet:
                     raise
                 changed = True
         return changed
+
+    def __init__(self) -> None:
+        self._killing: set[str] = set()  # uids of pods whose Killing was recorded
+        self._reported: dict[tuple[str, str], datetime] = {}  # (uid, reason) -> last recorded
+
+    def _deleting(self, client: KubeHTTP, pod: JSON, deadline: datetime, now: datetime) -> bool:
+        annotations = meta(pod).get("annotations") or {}
+        stuck = annotations.get(STUCK_TERMINATING_ANNOTATION)
+        error = annotations.get(TEARDOWN_ERROR_ANNOTATION)
+        uid = str(meta(pod).get("uid"))
+        graceful = meta(pod).get("deletionGracePeriodSeconds") != 0
+        changed = False
+        if graceful and uid not in self._killing:
+            self._killing.add(uid)
+            for container in get_path(pod, "spec", "containers") or []:
+                record_event(
+                    client,
+                    pod,
+                    now,
+                    kind="Normal",
+                    reason="Killing",
+                    message=f"Stopping container {container.get('name')}",
+                )
+                changed = True
+        if deadline > now or not graceful:
+            return changed
+        if not stuck and error not in TEARDOWN_ERRORS:
+            return _force_delete(client, pod) or changed
+        if stuck == "volumes" or error == "FailedUnMount":
+            changed |= _stop_containers(client, pod, deadline)
+        if error in TEARDOWN_ERRORS and self._reported.get((uid, error)) != now:
+            self._reported[(uid, error)] = now
+            message = TEARDOWN_ERRORS[error].format(
+                container=(get_path(pod, "spec", "containers") or [{}])[0].get("name", ""),
+                volume=_first_volume(pod),
+                uid=uid,
+            )
+            record_event(client, pod, now, kind="Warning", reason=error, message=message)
+            changed = True
+        return changed
+
+
+def _first_volume(pod: JSON) -> str:
+    for volume in get_path(pod, "spec", "volumes") or []:
+        if isinstance(volume, dict) and volume.get("persistentVolumeClaim"):
+            return str(volume.get("name"))
+    return "data"
+
+
+def _stop_containers(client: KubeHTTP, pod: JSON, when: datetime) -> bool:
+    """What the kubelet reports once it has killed a pod's containers (exit 137 after SIGKILL)."""
+    statuses = get_path(pod, "status", "containerStatuses") or []
+    if statuses and all("terminated" in (s.get("state") or {}) for s in statuses):
+        return False
+    stamp = rfc3339(when)
+    stopped = []
+    for status in statuses:
+        started = get_path(status, "state", "running", "startedAt") or stamp
+        terminated = {"exitCode": 137, "reason": "Error", "startedAt": started, "finishedAt": stamp}
+        stopped.append({**status, "ready": False, "started": False, "state": {"terminated": terminated}})
+    body = {**pod, "status": {**(pod.get("status") or {}), "containerStatuses": stopped}}
+    try:
+        client.put(f"{pod_path(pod)}/status", body)
+    except ApiError as err:
+        if err.not_found or err.conflict:
+            return False
+        raise
+    return True
+
+
+def record_event(client: KubeHTTP, pod: JSON, now: datetime, *, kind: str, reason: str, message: str) -> None:
+    """The kubelet's event recorder (client-go tools/record): a core v1 Event about the pod; the same
+    event again is a patch of its count and lastTimestamp (EventCorrelator), a new one a create."""
+    namespace = str(meta(pod).get("namespace"))
+    key = hashlib.sha256(f"{meta(pod).get('uid')}/{reason}/{message}".encode()).hexdigest()[:16]
+    name = f"{meta(pod).get('name')}.{key}"
+    path = f"/api/v1/namespaces/{namespace}/events"
+    stamp = rfc3339(now)
+    first = (get_path(pod, "spec", "containers") or [{}])[0].get("name", "")
+    existing = client.get_or_none(f"{path}/{name}")
+    try:
+        if existing is not None:
+            client.patch(f"{path}/{name}", {"count": int(existing.get("count") or 1) + 1, "lastTimestamp": stamp})
+            return
+        client.post(
+            path,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta(pod).get("name"),
+                    "namespace": namespace,
+                    "uid": meta(pod).get("uid"),
+                    "fieldPath": f"spec.containers{{{first}}}",
+                },
+                "reason": reason,
+                "message": message,
+                "type": kind,
+                "source": {"component": "kubelet", "host": get_path(pod, "spec", "nodeName") or ""},
+                "reportingComponent": "kubelet",
+                "reportingInstance": get_path(pod, "spec", "nodeName") or "",
+                "firstTimestamp": stamp,
+                "lastTimestamp": stamp,
+                "count": 1,
+            },
+        )
+    except ApiError as err:
+        if err.status in (403, 404, 409):  # a terminating namespace refuses new content: the event is lost
+            return
+        raise
 
 
 class PodGarbageCollector:

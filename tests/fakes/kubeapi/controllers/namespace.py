@@ -153,6 +153,23 @@ class ConditionUpdater:
         return update_conditions(status, self.final_conditions(), now)
 
 
+def conditions_of_version(version: object) -> tuple[str, ...]:
+    """The condition types the namespace controller of a release writes: none before 1.16, the three
+    failure conditions in 1.16, all five from 1.17 (k8s.io/api core/v1 types.go at those tags); a
+    version that cannot be read (the default) writes all five."""
+    text = str(version or "").lstrip("v")
+    parts = text.split(".")
+    try:
+        major, minor = int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or "x")
+    except (IndexError, ValueError):
+        return CONDITION_TYPES
+    if (major, minor) < (1, 16):
+        return ()
+    if (major, minor) < (1, 17):
+        return CONDITION_TYPES[:3]
+    return CONDITION_TYPES
+
+
 def update_conditions(status: JSON, new_conditions: list[JSON], now: datetime) -> bool:
     """updateConditions: every type present, OK variant when not failing; transition time on flips only."""
     existing = status.get("conditions")
@@ -412,9 +429,13 @@ class _Sync:
         self.last_rv = str(meta(ns).get("resourceVersion") or "")
 
     def _write_conditions(self, ns: JSON, updater: ConditionUpdater) -> None:
+        written = conditions_of_version(option(self.emu, "server_version", None))
+        if not written:
+            return  # before 1.16 the namespace controller writes no conditions
         status = dict(ns.get("status") or {})
         if not updater.update(status, self.now):
             return
+        status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") in written]
         try:
             updated = self.client.put(f"{self.ns_path}/status", {**ns, "status": status})
         except ApiError as err:

@@ -1,8 +1,11 @@
 """The PVC- and PV-protection controllers.
 
-- A PersistentVolumeClaim being deleted loses ``kubernetes.io/pvc-protection`` once no scheduled,
-  non-terminated pod of its namespace mounts it (``spec.volumes[].persistentVolumeClaim``). A pod
-  stuck in Terminating on a dead node still counts, which is how a lost node pins a PVC.
+- A PersistentVolumeClaim being deleted loses ``kubernetes.io/pvc-protection`` once no scheduled pod
+  of its namespace uses it: one that names it in a ``persistentVolumeClaim`` volume, whatever its phase
+  or deletion, or whose generic ephemeral volume made it, unless the pod is shut down (deleting with
+  grace 0) (kubernetes/kubernetes pkg/controller/volume/pvcprotection/pvc_protection_controller.go,
+  ``podUsesPVC``, ``podIsShutDown``). A pod stuck in Terminating on a dead node still counts, which is
+  how a lost node pins a PVC.
 - A PersistentVolume being deleted loses ``kubernetes.io/pv-protection`` once it is not Bound.
 """
 
@@ -20,10 +23,14 @@ PV_PROTECTION = "kubernetes.io/pv-protection"
 def pod_uses_claim(pod: JSON, claim: str) -> bool:
     if not get_path(pod, "spec", "nodeName"):
         return False
-    if get_path(pod, "status", "phase") in ("Succeeded", "Failed"):
-        return False
+    shut_down = is_deleting(pod) and meta(pod).get("deletionGracePeriodSeconds") == 0
     for volume in get_path(pod, "spec", "volumes") or []:
-        if isinstance(volume, dict) and get_path(volume, "persistentVolumeClaim", "claimName") == claim:
+        if not isinstance(volume, dict):
+            continue
+        if get_path(volume, "persistentVolumeClaim", "claimName") == claim:
+            return True
+        ephemeral = isinstance(volume.get("ephemeral"), dict)
+        if ephemeral and not shut_down and f"{meta(pod).get('name')}-{volume.get('name')}" == claim:
             return True
     return False
 

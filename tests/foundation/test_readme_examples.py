@@ -1,0 +1,116 @@
+"""Every `nsstuck` example of the README runs (issue 24, "Done when"): the lines of its shell blocks
+that run nsstuck (`nsstuck`, `.venv/bin/nsstuck`, `kubectl nsstuck`) must all be in "Try it without a
+cluster", and that block runs as written, line by line in bash, against the Kubernetes emulator it
+starts itself (`python -m tests.fakes.kubeapi ... &`), with /tmp/ moved to the test's own folder.
+A line ending in `# exit N` must exit N, every other line 0."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.foundation.test_config import REPO
+
+README = REPO / "README.md"
+SECTION = "## Try it without a cluster"
+_BLOCK = re.compile(r"```(sh|bash|console)\n(.*?)```", re.S)
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _runs_nsstuck(line: str) -> bool:
+    """Whether a shell line runs nsstuck (after any VAR=value assignments)."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        return False
+    while words and _ASSIGNMENT.match(words[0]):
+        words = words[1:]
+    if not words:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    if program == "source" and len(words) > 1:
+        return "nsstuck" in words[1]
+    return program in ("nsstuck", "kubectl-nsstuck") or (program == "kubectl" and words[1:2] == ["nsstuck"])
+
+
+def _try_it_block() -> list[str]:
+    text = README.read_text()
+    section = text[text.index(SECTION) :]
+    section = section[: section.index("\n## ", len(SECTION))]
+    match = _BLOCK.search(section)
+    assert match is not None
+    return [line for line in match.group(2).splitlines() if line.strip()]
+
+
+def _logical_lines(block: str) -> list[str]:
+    """The block's commands, a line ending in a backslash joined to the next."""
+    return [line.strip() for line in block.replace("\\\n", " ").splitlines()]
+
+
+def test_every_nsstuck_example_is_in_the_block_that_runs() -> None:
+    covered = set(_try_it_block())
+    examples = [line for m in _BLOCK.finditer(README.read_text()) for line in _logical_lines(m.group(2))]
+    elsewhere = [line for line in examples if _runs_nsstuck(line) and line not in covered]
+    assert elsewhere == [], "README examples of nsstuck outside 'Try it without a cluster' (run them there)"
+    assert sum(_runs_nsstuck(line) for line in covered) >= 8
+
+
+def test_the_try_it_block_runs_against_the_emulator(tmp_path: Path) -> None:
+    lines = _try_it_block()
+    assert lines[0] == "make install"  # done already: the tests run in the installed .venv
+    start = lines[1]
+    assert start.startswith(".venv/bin/python -m tests.fakes.kubeapi ")
+    assert start.endswith("&")
+    here = str(tmp_path) + "/"
+    kubeconfig = tmp_path / "kc"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_", "KUBECONFIG", "NO_COLOR"))}
+    env["PATH"] = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+    env["HOME"] = str(tmp_path)
+    emulator = subprocess.Popen(
+        shlex.split(start.rstrip("&").replace("/tmp/", here), comments=True),
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert emulator.stdout is not None
+        ready = emulator.stdout.readline()  # "URL: ...", once the scenario is built and it serves
+        assert ready.startswith("URL: "), emulator.stderr.read() if emulator.stderr else ready
+        deadline = time.monotonic() + 30
+        while not kubeconfig.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for line in lines[2:]:
+            expected = re.search(r"#\s*exit (\d+)", line)
+            done = subprocess.run(
+                ["bash", "--norc", "-c", line.replace("/tmp/", here)],
+                cwd=REPO,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert done.returncode == (int(expected.group(1)) if expected else 0), (line, done.stdout, done.stderr)
+            assert "Traceback" not in done.stderr, line
+            if "diagnose" in line:
+                assert "ack-system-e2e-test-0" in done.stdout, line
+            if "kubectl get ns" in line:
+                assert re.search(r"ack-system-e2e-test-0\s+Terminating", done.stdout), done.stdout
+            if "clusters check" in line:
+                assert "emulator" in done.stdout, line
+    finally:
+        emulator.send_signal(signal.SIGTERM)
+        try:
+            emulator.wait(timeout=30)
+        finally:
+            for stream in (emulator.stdout, emulator.stderr):
+                if stream is not None:
+                    stream.close()
