@@ -8,7 +8,7 @@ from datetime import datetime
 from functools import cached_property
 
 from bot.diagnosis.conditions import ConditionFacts, parse_conditions
-from bot.domain.findings import Cause, Finding, Remedy
+from bot.domain.findings import Cause, Controller, Finding, Remedy
 from bot.domain.refs import KubeObject, ObjectRef, deletion_time, finalizers_of
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 
@@ -60,7 +60,12 @@ class Context:
 
 
 def still_deleting(
-    summary: str, *, objects: Iterable[ObjectRef] = (), evidence: Iterable[str] = (), remedies: Iterable[Remedy]
+    summary: str,
+    *,
+    objects: Iterable[ObjectRef] = (),
+    evidence: Iterable[str] = (),
+    remedies: Iterable[Remedy],
+    controller: Controller | None = None,
 ) -> Finding:
     """Content that is being deleted normally: context for the reader, not a verdict to act on."""
     return Finding(
@@ -70,4 +75,5 @@ def still_deleting(
         objects=tuple(objects),
         evidence=tuple(e for e in evidence if e),
         remedies=tuple(remedies),
+        controller=controller,
     )

@@ -1,21 +1,38 @@
-"""orphaned_finalizer: objects in the namespace keep finalizers that no running controller removes.
+"""orphaned_finalizer and finalizer_deadlock: objects in the namespace keep finalizers, and whether the
+controller that removes each one works.
 
 For every finalizer that holds an object: who is supposed to remove it (catalogue, then the domain
-heuristics), whether that controller runs in the cluster, and the reasoning, written as evidence.
-A finalizer whose controller is alive is not orphaned: that is content still being deleted.
+heuristics), whether that controller is alive, dead or unknown (`controllers.judge`, from evidence
+only), and the reasoning, written as evidence. A finalizer whose controller is alive is content still
+being deleted, unless the controller shows that it cannot finish: its cleanup must create objects in
+the terminating namespace, which the API server forbids (`finalizer_deadlock`).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections import defaultdict
 
-from bot.diagnosis import catalogue, remedies
+from bot.diagnosis import catalogue, controllers, remedies
+from bot.diagnosis.catalogue_model import Owner
 from bot.diagnosis.context import Context, Held, still_deleting
-from bot.diagnosis.reading import age, workload_running, workload_summary
-from bot.domain.findings import Action, Cause, Finding, Risk
+from bot.diagnosis.controllers import Judgement, quote
+from bot.diagnosis.reading import age
+from bot.domain.findings import Action, Cause, Controller, ControllerState, Finding, Remedy, Risk
 from bot.domain.refs import KubeObject, deletion_time, meta, name_of
 
 MAX_EXAMPLES = 3
+# kube-controller-manager's controllers that create pods and report refusals about their own objects
+WORKLOAD_CONTROLLERS = frozenset(
+    {
+        "replicaset-controller",
+        "statefulset-controller",
+        "daemonset-controller",
+        "job-controller",
+        "cronjob-controller",
+        "deployment-controller",
+    }
+)
 
 
 def _by_finalizer(ctx: Context) -> dict[str, list[Held]]:
@@ -30,12 +47,67 @@ def _dependents(ctx: Context, uid: str) -> list[Held]:
     return [h for h in ctx.remaining if any(o.get("uid") == uid for o in meta(h.obj).get("ownerReferences") or ())]
 
 
+def _owner(finalizer: str, held: list[Held]) -> Owner:
+    return catalogue.owner_for(finalizer, held[0].rtype.group)
+
+
+def _answerable(owner: Owner) -> bool:
+    """A controller that could be the one refused: not the control plane's, not nobody."""
+    return not owner.builtin and not owner.handled_by_rule and not owner.name.startswith("nothing")
+
+
+def _deadlocks(ctx: Context, groups: dict[str, list[Held]]) -> dict[str, list[str]]:
+    """For each finalizer whose controller shows it cannot finish, the refusals that show it.
+
+    The terminating namespace's refusal (`unable to create new content in namespace X because it is being
+    terminated`) counts when the held objects' status or conditions quote it, or an Event in the namespace
+    does that is about a held object, was reported by the controller, is about an object of the same
+    kind, or when only one controller's finalizers hold the namespace. The same controller's other
+    finalizers wait on the same refusal.
+    """
+    events = controllers.forbidden_events(ctx)
+    owners = {f: _owner(f, held) for f, held in groups.items()}
+    answerable = [f for f, owner in owners.items() if _answerable(owner)]
+    out: dict[str, list[str]] = {}
+    for finalizer in answerable:
+        held, owner = groups[finalizer], owners[finalizer]
+        lines = list(controllers.forbidden_in_status(ctx, held))
+        kinds = {str(h.obj.get("kind") or "") for h in held}
+        for event in events:
+            reporter = event.reporter.lower()
+            about_held = any(event.about(h.obj) for h in held)
+            # a workload controller of kube-controller-manager refused its pods: not this finalizer's
+            if not about_held and reporter in WORKLOAD_CONTROLLERS:
+                continue
+            if (
+                about_held
+                or any(m.lower() in reporter for m in owner.markers)
+                or event.kind in kinds
+                or len(answerable) == 1
+            ):
+                lines.append(
+                    f"Event {event.reason or '(no reason)'} about {event.kind}/{event.name} from "
+                    f"{event.reporter or 'an unnamed reporter'}, last seen {age(event.last_seen, ctx.now)} ago: "
+                    f"{quote(event.message)}"
+                )
+        if lines:
+            out[finalizer] = lines
+    for finalizer in answerable:
+        if finalizer in out:
+            continue
+        for other, lines in list(out.items()):
+            if owners[other].name == owners[finalizer].name:
+                out[finalizer] = [f"{owners[other].name} also keeps {other}, and cannot finish: {lines[0]}"]
+                break
+    return out
+
+
 def findings(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    workloads_gap = [g for g in ctx.snapshot.gaps if "deployments" in g.what or "workloads" in g.what]
-    for finalizer, held in _by_finalizer(ctx).items():
-        group = held[0].rtype.group
-        owner = catalogue.owner_for(finalizer, group)
+    groups = _by_finalizer(ctx)
+    deadlocks = _deadlocks(ctx, groups)
+    for finalizer, held in groups.items():
+        owner = _owner(finalizer, held)
         if owner.handled_by_rule == "pvc_in_use":
             continue
         what = _counted(held)
@@ -51,13 +123,15 @@ def findings(ctx: Context) -> list[Finding]:
             f"keep{'s' if len(held) == 1 else ''} finalizer {finalizer}, deleting for {age(oldest, ctx.now)}"
         )
         if owner.name.startswith("nothing"):
-            evidence.append(f"no controller removes a finalizer named {finalizer!r} from a {held[0].obj.get('kind')}")
+            pass  # the judgement says so
         elif catalogue.lookup(finalizer):
             evidence.append(f"{finalizer} is a well-known finalizer, removed by {owner.name}")
         else:
             evidence.append(
                 f"{finalizer} is not a well-known finalizer; judging by its domain it belongs to {owner.name}"
             )
+        judgement = controllers.judge(ctx, finalizer, owner, held)
+        objects = [h.ref for h in held]
 
         if owner.handled_by_rule == "gc":
             dependents = [d for h in held for d in _dependents(ctx, str(meta(h.obj).get("uid")))]
@@ -66,96 +140,163 @@ def findings(ctx: Context) -> list[Finding]:
             out.append(
                 still_deleting(
                     f"{what} {waits} for the garbage collector ({finalizer}); {left} dependents left",
-                    objects=[h.ref for h in held],
+                    objects=objects,
                     evidence=evidence,
                     remedies=(remedies.wait("The garbage collector removes it once the dependents are gone"),),
-                )
-            )
-            continue
-        if owner.builtin:
-            evidence.append("that controller is part of the control plane and assumed to be running")
-            out.append(
-                still_deleting(
-                    f"{what} {waits} for {owner.name} to remove {finalizer}",
-                    objects=[h.ref for h in held],
-                    evidence=evidence,
-                    remedies=(remedies.wait(f"{owner.name} removes {finalizer} when its work is done"),),
+                    controller=judgement.controller,
                 )
             )
             continue
 
-        candidates = catalogue.matching_workloads(owner.markers, ctx.snapshot.workloads)
-        running = [w for w in candidates if workload_running(w)]
-        if owner.markers:
-            evidence.append(
-                f"looked for {', '.join(repr(m) for m in owner.markers)} in the names, labels and images of "
-                f"{len(ctx.snapshot.workloads)} Deployments, StatefulSets and DaemonSets"
-            )
-        if workloads_gap:
-            evidence.append("the cluster's workloads could not all be listed, so this attribution is uncertain")
-        if running:
-            kind, namespace, name = _identity(running[0])
-            evidence.extend(f"running: {workload_summary(w)} in {meta(w).get('namespace')}" for w in running[:3])
+        if finalizer in deadlocks:
+            out.append(_deadlock(ctx, finalizer, owner, held, judgement, evidence, deadlocks[finalizer]))
+            continue
+
+        if judgement.state is ControllerState.ALIVE:
+            name = name_of(judgement.workload) if judgement.workload is not None else owner.name
+            steps = [remedies.wait(f"{name} is at work; give it time to finish its cleanup")]
+            if judgement.workload is not None:
+                kind, namespace, workload = _identity(judgement.workload)
+                steps.append(
+                    remedies.investigate(
+                        f"If it does not progress, read the logs of {workload}",
+                        [f"kubectl -n {namespace} logs {kind}/{workload}"],
+                    )
+                )
             out.append(
                 still_deleting(
-                    f"{what} {verb} {finalizer}; its controller ({name}) is running and should remove it",
-                    objects=[h.ref for h in held],
-                    evidence=evidence,
-                    remedies=remedies.rank(
-                        [
-                            remedies.wait(f"{name} is running; give it time to finish its cleanup"),
-                            remedies.investigate(
-                                f"If it does not progress, read the logs of {name}",
-                                [f"kubectl -n {namespace} logs {kind}/{name}"],
-                            ),
-                        ]
-                    ),
+                    f"{what} {verb} {finalizer}; {judgement.why} and should remove it",
+                    objects=objects,
+                    evidence=[*evidence, *judgement.evidence],
+                    remedies=remedies.rank(steps),
+                    controller=judgement.controller,
                 )
             )
             continue
-
-        if candidates:
-            kind, namespace, name = _identity(candidates[0])
-            evidence.extend(f"not running: {workload_summary(w)} in {meta(w).get('namespace')}" for w in candidates[:3])
-            state = f"its controller ({name}) exists but is not running"
-            restore = remedies.restore(
-                Action.RESTORE_CONTROLLER,
-                f"Bring {name} back (scale it up or fix its pods): it removes {finalizer} after running its cleanup",
-                [f"kubectl -n {namespace} describe {kind} {name}"],
-            )
-        else:
-            if owner.markers:
-                evidence.append(f"no workload in the cluster looks like {owner.name}: it was uninstalled")
-            state = "no running controller handles it"
-            restore = remedies.restore(
-                Action.RESTORE_CONTROLLER,
-                f"Or, if {owner.name} should still be installed, reinstall it; it removes {finalizer} itself",
-            )
-        nothing_owns = owner.name.startswith("nothing")
-        risk = Risk.LOW if nothing_owns else Risk.MEDIUM
-        consequence = (
-            "nothing: no controller would ever act on this finalizer"
-            if nothing_owns
-            else f"the cleanup {owner.name} would have done (external resources it manages) does not happen"
-        )
-        object_remedies = [
-            remedies.remove_finalizer(h.ref, finalizer, risk=risk, consequence=consequence) for h in held
-        ]
-        out.append(
-            Finding(
-                cause=Cause.ORPHANED_FINALIZER,
-                blocking=True,
-                summary=f"{what} {verb} finalizer {finalizer}; {state}",
-                objects=tuple(h.ref for h in held),
-                evidence=tuple(evidence),
-                remedies=remedies.rank(
-                    object_remedies
-                    if nothing_owns
-                    else ([restore, *object_remedies] if candidates else [*object_remedies, restore])
-                ),
-            )
-        )
+        out.append(_orphaned(ctx, finalizer, owner, held, judgement, evidence, what, verb))
     return out
+
+
+def _orphaned(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on as it is)
+    ctx: Context,
+    finalizer: str,
+    owner: Owner,
+    held: list[Held],
+    judgement: Judgement,
+    evidence: list[str],
+    what: str,
+    verb: str,
+) -> Finding:
+    """Dead or unknown: the finalizer holds the namespace and nothing shown removes it."""
+    nothing_owns = owner.name.startswith("nothing")
+    risk = Risk.LOW if nothing_owns else Risk.MEDIUM
+    if nothing_owns:
+        consequence = "nothing: no controller would ever act on this finalizer"
+    elif judgement.state is ControllerState.UNKNOWN:
+        consequence = (
+            f"the cleanup {owner.name} would have done (external resources it manages) does not happen; whether "
+            "it runs is unknown, so make sure it does not (or will not) before removing the finalizer"
+        )
+    else:
+        consequence = f"the cleanup {owner.name} would have done (external resources it manages) does not happen"
+    object_remedies = [remedies.remove_finalizer(h.ref, finalizer, risk=risk, consequence=consequence) for h in held]
+    ordered: list[Remedy]
+    if nothing_owns:
+        ordered = object_remedies
+    elif judgement.workload is not None:
+        kind, namespace, name = _identity(judgement.workload)
+        restore = remedies.restore(
+            Action.RESTORE_CONTROLLER,
+            f"Bring {name} back (scale it up or fix its pods): it removes {finalizer} after running its cleanup",
+            [f"kubectl -n {namespace} describe {kind} {name}"],
+        )
+        ordered = [restore, *object_remedies]
+    elif judgement.state is ControllerState.UNKNOWN:
+        checks = judgement.checks or [
+            f"kubectl get deployments,statefulsets,daemonsets -A | grep -i {shlex.quote(_word(owner))}"
+        ]
+        restore = remedies.restore(
+            Action.RESTORE_CONTROLLER,
+            f"{judgement.find_out}, and make it run: it removes {finalizer} after its cleanup",
+            checks,
+        )
+        ordered = [restore, *object_remedies]
+    else:
+        restore = remedies.restore(
+            Action.RESTORE_CONTROLLER,
+            f"Or, if {owner.name} should still be installed, reinstall it; it removes {finalizer} itself",
+        )
+        ordered = [*object_remedies, restore]
+    return Finding(
+        cause=Cause.ORPHANED_FINALIZER,
+        blocking=True,
+        summary=f"{what} {verb} finalizer {finalizer}; {judgement.why}",
+        objects=tuple(h.ref for h in held),
+        evidence=(*evidence, *judgement.evidence),
+        remedies=remedies.rank(ordered),
+        controller=judgement.controller,
+    )
+
+
+def _deadlock(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on as it is)
+    ctx: Context,
+    finalizer: str,
+    owner: Owner,
+    held: list[Held],
+    judgement: Judgement,
+    evidence: list[str],
+    refusals: list[str],
+) -> Finding:
+    """The controller is alive, and its cleanup needs new content in the terminating namespace."""
+    entry = catalogue.entry(finalizer)
+    what = _counted(held)
+    verb = "keeps" if len(held) == 1 else "keep"
+    name = name_of(judgement.workload) if judgement.workload is not None else owner.name
+    commands = []
+    if judgement.workload is not None:
+        kind, namespace, workload = _identity(judgement.workload)
+        commands.append(f"kubectl -n {namespace} logs {kind}/{workload}")
+    if entry is not None and entry.manual_cleanup:
+        manual = f"Do by hand what {owner.name}'s cleanup would have done: {entry.manual_cleanup}"
+    else:
+        manual = (
+            f"Do by hand what {owner.name}'s cleanup would have done (its refusal above names what it tried to "
+            f"create in {ctx.snapshot.namespace}), then remove {finalizer}"
+        )
+    consequence = (
+        f"the cleanup {owner.name} could not finish does not happen: do it by hand first "
+        "(a namespace being deleted never accepts the objects it needs)"
+    )
+    controller_evidence = [
+        "it tried to create objects in the terminating namespace, so it is at work: " + refusals[0],
+        *(e for e in judgement.evidence if judgement.state is ControllerState.ALIVE),
+    ]
+    return Finding(
+        cause=Cause.FINALIZER_DEADLOCK,
+        blocking=True,
+        summary=(
+            f"{what} {verb} finalizer {finalizer}; its controller ({name}) is alive but cannot finish: its cleanup "
+            f"must create objects in namespace {ctx.snapshot.namespace}, which is being deleted"
+        ),
+        objects=tuple(h.ref for h in held),
+        evidence=(
+            *evidence,
+            *refusals,
+            "the API server refuses every new object in a terminating namespace (NamespaceLifecycle admission), "
+            "so this cleanup can never finish on its own",
+        ),
+        remedies=remedies.rank(
+            [
+                remedies.investigate(manual, commands),
+                *(remedies.remove_finalizer(h.ref, finalizer, risk=Risk.MEDIUM, consequence=consequence) for h in held),
+            ]
+        ),
+        controller=Controller(ControllerState.ALIVE, tuple(controller_evidence)),
+    )
+
+
+def _word(owner: Owner) -> str:
+    return owner.markers[0] if owner.markers else "controller"
 
 
 def _counted(held: list[Held]) -> str:

@@ -165,6 +165,30 @@ class Remedy:
         )
 
 
+class ControllerState(StrEnum):
+    """Whether the controller that removes a finalizer works, as far as the evidence shows (contract §2)."""
+
+    ALIVE = "alive"  # something it did recently shows: a status change, an Event, a renewed Lease, a Ready workload
+    DEAD = "dead"  # it cannot be running: scaled to zero, not ready for long, its Service gone, or uninstalled
+    UNKNOWN = "unknown"  # the evidence shows neither (no Lease at all proves nothing)
+
+
+@dataclass(frozen=True)
+class Controller:
+    """The judgement on a finalizer's controller, with the evidence it rests on (what was looked for and
+    what it showed)."""
+
+    state: ControllerState
+    evidence: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state.value, "evidence": list(self.evidence)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Controller:
+        return cls(state=ControllerState(data["state"]), evidence=tuple(data.get("evidence", ())))
+
+
 @dataclass(frozen=True)
 class Finding:
     """One cause at work in the namespace, proven by evidence, naming the objects that hold it."""
@@ -175,9 +199,11 @@ class Finding:
     objects: tuple[ObjectRef, ...] = ()
     evidence: tuple[str, ...] = ()
     remedies: tuple[Remedy, ...] = ()
+    # a finding about a finalizer: whether the controller that removes it works
+    controller: Controller | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "cause": self.cause.value,
             "blocking": self.blocking,
             "summary": self.summary,
@@ -185,9 +211,13 @@ class Finding:
             "evidence": list(self.evidence),
             "remedies": [r.to_json() for r in self.remedies],
         }
+        if self.controller is not None:
+            out["controller"] = self.controller.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
+        controller = data.get("controller")
         return cls(
             cause=Cause(data["cause"]),
             blocking=bool(data["blocking"]),
@@ -195,6 +225,7 @@ class Finding:
             objects=tuple(ObjectRef.from_json(o) for o in data.get("objects", ())),
             evidence=tuple(data.get("evidence", ())),
             remedies=tuple(Remedy.from_json(r) for r in data.get("remedies", ())),
+            controller=Controller.from_json(controller) if isinstance(controller, dict) else None,
         )
 
 

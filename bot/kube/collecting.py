@@ -303,8 +303,22 @@ def trim_workload(obj: KubeObject, kind: str) -> KubeObject:
             "selector": selector,
             "template": {"metadata": {"labels": template_labels}, "spec": {"containers": containers}},
         },
-        "status": {k: status[k] for k in _WORKLOAD_STATUS_KEYS if k in status},
+        "status": _workload_status(status),
     }
+
+
+def _workload_status(status: KubeObject) -> KubeObject:
+    """Readiness counts, and a Deployment's Available condition (since when it has been unavailable:
+    `bot.diagnosis.controllers` calls a controller dead only after 10 minutes of it)."""
+    out = {k: status[k] for k in _WORKLOAD_STATUS_KEYS if k in status}
+    available = [
+        {k: c[k] for k in ("type", "status", "reason", "lastTransitionTime") if k in c}
+        for c in status.get("conditions") or ()
+        if isinstance(c, dict) and c.get("type") == "Available"
+    ]
+    if available:
+        out["conditions"] = available
+    return out
 
 
 def trim_crd(obj: KubeObject) -> KubeObject:

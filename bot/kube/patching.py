@@ -19,6 +19,9 @@ from bot.errors import ClusterUnreachableError, PermanentError
 from bot.kube.transport import JSON, METADATA, CallError, CallKind, Transport
 
 JSON_PATCH = "application/json-patch+json"
+# the field manager of every write nsstuck makes: the API server records it in the object's
+# managedFields, where the diagnosis tells nsstuck's own writes from a controller's (bot.diagnosis.controllers)
+FIELD_MANAGER = "nsstuck"
 
 # What k8s.io/apiserver answers when a JSON patch cannot be applied, a failed `test` included: a 422
 # built by NewGenericServerResponse, with empty details and without the json-patch error text
@@ -86,11 +89,14 @@ class Patcher:
     def run(self, op: Operation, *, dry_run: bool) -> CallResult:
         """Send the Operation (with `dryRun=All` for a dry run). Never raises for an answer."""
         accept = _accept(op.target)
+        query = {"fieldManager": FIELD_MANAGER} if op.method in ("PATCH", "PUT", "POST") else {}
+        if dry_run:
+            query["dryRun"] = "All"
         try:
             answer = self.transport.call(
                 op.method,
                 op.path,
-                query={"dryRun": "All"} if dry_run else None,
+                query=query or None,
                 body=op.body,
                 content_type=op.content_type,
                 timeout=self._timeout(),

@@ -38,6 +38,14 @@ class Message:
     blocks: tuple[Block, ...]
 
 
+# a finding about a finalizer: what its controller's state means (issue 22)
+CONTROLLER_STATES = {
+    "alive": "the evidence shows it at work",
+    "dead": "the evidence shows it cannot be running",
+    "unknown": "nothing seen shows whether it runs",
+}
+
+
 def risk_label(risk: Risk) -> str:
     return _RISK[risk]
 
@@ -138,6 +146,9 @@ def _finding_blocks(number: int, finding: Finding, *, run_id: int | None = None)
     flag = "blocking" if finding.blocking else "not blocking"
     cut = False
     blocks = [_section(f"*{number}. {code(finding.cause.value)}* ({flag}): {escape(finding.summary)}")]
+    if finding.controller is not None:
+        state = finding.controller.state.value
+        blocks.append(_context(f"Controller: *{state}* ({CONTROLLER_STATES[state]})"))
     if finding.evidence:
         blocks.extend(_sections("Evidence", [f"• {escape(e)}" for e in finding.evidence]))
     if finding.objects:

@@ -39,10 +39,13 @@ def test_json_report_of_a_stuck_namespace(kube_emulator: Emulator, kubeconfig_pa
     assert finding["cause"] == "orphaned_finalizer"
     assert finding["objects"][0]["name"] == "mymap"
     assert finding["objects"][0]["finalizers"] == ["example.com/keep"]
-    first = finding["remedies"][0]
-    assert first["action"] == "remove_finalizer"
-    assert first["requires_approval"] is True
-    assert '"op":"test"' in first["commands"][0]
+    # nothing shows whether example.com's controller runs (issue 22 §1): finding it comes first
+    assert finding["controller"]["state"] == "unknown"
+    assert finding["remedies"][0]["action"] == "restore_controller"
+    removal = finding["remedies"][1]
+    assert removal["action"] == "remove_finalizer"
+    assert removal["requires_approval"] is True
+    assert '"op":"test"' in removal["commands"][0]
     assert finding["remedies"][-1]["action"] == "force_finalize_namespace"
 
 

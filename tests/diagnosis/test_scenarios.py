@@ -122,6 +122,24 @@ def test_blocked_remedies(case: tuple[Scenario, Diagnosis]) -> None:
     assert found == set(scenario.expected.blocked), _summary(diagnosis)
 
 
+def test_controller_state(case: tuple[Scenario, Diagnosis]) -> None:
+    """Issue 22 §1: the first finding about a finalizer says whether its controller is alive, dead or
+    unknown, with the evidence; "uninstalled" is said only of a dead one."""
+    scenario, diagnosis = case
+    judged = [f for f in diagnosis.findings if f.controller is not None]
+    for finding in judged:
+        assert finding.controller is not None
+        assert finding.controller.evidence, _summary(diagnosis)
+        if "uninstalled" in finding.summary:
+            assert finding.controller.state.value == "dead", _summary(diagnosis)
+    if scenario.expected.controller is None:
+        return
+    assert judged, _summary(diagnosis)
+    controller = judged[0].controller
+    assert controller is not None
+    assert controller.state.value == scenario.expected.controller, (controller, _summary(diagnosis))
+
+
 def test_report_round_trips_through_json(case: tuple[Scenario, Diagnosis]) -> None:
     _, diagnosis = case
     assert Diagnosis.from_json(diagnosis.to_json()) == diagnosis

@@ -23,7 +23,7 @@ from bot.domain.findings import Action, Remedy, Risk
 from bot.domain.refs import KubeObject, ObjectRef, finalizers_of
 from bot.errors import ClusterUnreachableError, PermanentError
 from bot.kube.collecting import Collector
-from bot.kube.patching import PATCH_NOT_APPLICABLE, Patcher
+from bot.kube.patching import FIELD_MANAGER, PATCH_NOT_APPLICABLE, Patcher
 from bot.remediation.planning import operations, spec_finalizers, stale_reasons, took_effect
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -259,6 +259,25 @@ def test_removing_one_of_two_finalizers_keeps_the_object_and_the_other(
     assert "data" not in now  # read as metadata only
     assert "data" not in result.object  # and answered so
     assert took_effect(remedy, planned.live[0], now)
+
+
+def test_our_writes_carry_our_field_manager(kube_emulator: Emulator, patcher: Patcher, admin: KubeHTTP) -> None:
+    """The API server records who wrote what in managedFields; nsstuck writes as `nsstuck`, so that a
+    diagnosis never takes its own change for a controller at work (bot.diagnosis.controllers)."""
+    admin.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+    admin.post(
+        "/api/v1/namespaces/shop/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "finalizers": ["a.io/x", "b.io/y"]}},
+    )
+    admin.delete("/api/v1/namespaces/shop/configmaps/s")
+    target = ObjectRef.of(admin.get("/api/v1/namespaces/shop/configmaps/s"), resource="configmaps")
+    planned = plan(patcher, remedies.remove_finalizer(target, "b.io/y", risk=Risk.MEDIUM, consequence="x"))
+    (result,) = run_all(patcher, planned.ops, dry_run=False)
+    assert result.verdict is Verdict.OK
+    entries = admin.get("/api/v1/namespaces/shop/configmaps/s")["metadata"]["managedFields"]
+    ours = [e for e in entries if e["manager"] == FIELD_MANAGER == "nsstuck"]
+    assert len(ours) == 1
+    assert "f:finalizers" in ours[0]["fieldsV1"]["f:metadata"]
 
 
 def test_removing_one_spec_finalizer_keeps_the_namespace(kube_emulator: Emulator, patcher: Patcher) -> None:

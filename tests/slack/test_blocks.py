@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from bot.domain.findings import Action, Cause, Diagnosis, Finding, NamespaceState, Remedy, Risk
+from bot.domain.findings import (
+    Action,
+    Cause,
+    Controller,
+    ControllerState,
+    Diagnosis,
+    Finding,
+    NamespaceState,
+    Remedy,
+    Risk,
+)
 from bot.domain.refs import ObjectRef
 from bot.slack import blocks
 
@@ -79,3 +90,12 @@ def test_cluster_text_is_escaped() -> None:
     rendered = json.dumps([m.blocks for m in blocks.report(diagnosis)])
     assert "<!channel>" not in rendered
     assert "&lt;!channel&gt;&amp;x" in rendered
+
+
+def test_a_findings_controller_state_is_shown() -> None:
+    diagnosis = _diagnosis()
+    plain = json.dumps([m.blocks for m in blocks.report(diagnosis)])
+    assert "Controller:" not in plain
+    judged = replace(diagnosis.findings[0], controller=Controller(ControllerState.UNKNOWN, ("no Lease of it",)))
+    rendered = json.dumps([m.blocks for m in blocks.report(replace(diagnosis, findings=(judged,)))])
+    assert "Controller: *unknown* (nothing seen shows whether it runs)" in rendered

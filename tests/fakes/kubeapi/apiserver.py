@@ -95,6 +95,71 @@ class Ctx:
     admin: bool = False
     warnings: list[str] = field(default_factory=list)
     identity: rbac.UserInfo | None = None  # the (possibly impersonated) user with its groups
+    # the field manager of a write: `?fieldManager=`, else the User-Agent up to its first "/"
+    manager: str = ""
+    operation: str = "Update"  # Apply for server-side apply
+
+
+_MANAGED_META = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def _changed_fields(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+    """The fields a write set or changed, as a FieldsV1 set two levels deep (`f:status: {f:conditions: {}}`)."""
+    before = old or {}
+    out: dict[str, Any] = {}
+    new_meta, old_meta = new.get("metadata") or {}, before.get("metadata") or {}
+    meta = {f"f:{k}": {} for k in _MANAGED_META if new_meta.get(k) and new_meta.get(k) != old_meta.get(k)}
+    if meta:
+        out["f:metadata"] = meta
+    for key, value in new.items():
+        if key in ("apiVersion", "kind", "metadata") or value is None or value == before.get(key):
+            continue
+        was = before.get(key)
+        if isinstance(value, dict):
+            out[f"f:{key}"] = {f"f:{k}": {} for k, v in value.items() if not isinstance(was, dict) or was.get(k) != v}
+        else:
+            out[f"f:{key}"] = {}
+    return out
+
+
+def record_managed_fields(
+    rt: ResourceType, new: dict[str, Any], old: dict[str, Any] | None, *, ctx: Ctx, sub: str | None, now: str
+) -> None:
+    """What the field manager of the real API server keeps in `metadata.managedFields`: per manager,
+    operation and subresource, the fields it set and when it last changed one (its `time`). Managed
+    fields sent with the write replace the stored ones (as the API server accepts them); ownership is
+    not taken from other managers (the emulator has no conflict detection)."""
+    meta = new["metadata"]
+    sent = meta.get("managedFields")
+    kept = (old or {}).get("metadata", {}).get("managedFields") or []
+    entries = [dict(e) for e in (sent if sent and sent != kept else kept) if isinstance(e, dict)]
+    changed = _changed_fields(new, old)
+    if changed:
+        subresource = sub if sub in ("status", "scale", "finalize") else ""
+        api_version = f"{rt.group}/{rt.version}" if rt.group else rt.version
+        same = next(
+            (
+                e
+                for e in entries
+                if e.get("manager", "") == ctx.manager
+                and e.get("operation") == ctx.operation
+                and e.get("subresource", "") == subresource
+            ),
+            None,
+        )
+        if same is None:
+            same = {"manager": ctx.manager, "operation": ctx.operation, "apiVersion": api_version}
+            if subresource:
+                same["subresource"] = subresource
+            entries.append(same)
+        fields = dict(same.get("fieldsV1") or {})
+        for key, value in changed.items():
+            fields[key] = {**(fields.get(key) or {}), **value}
+        same.update({"apiVersion": api_version, "time": now, "fieldsType": "FieldsV1", "fieldsV1": fields})
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
 
 
 @dataclass
@@ -575,6 +640,7 @@ class Cluster:
                 raise ApiError(500, "", "resourceVersion should not be set on objects to be created")
             if self.store.get(rt.key, namespace if rt.namespaced else "", name) is not None:
                 raise already_exists(rt, name)
+            record_managed_fields(rt, obj, None, ctx=ctx, sub=None, now=self.now())
             if ctx.dry_run:
                 return Result(201, canonical(obj), ctx.warnings)
             entry = self.store.put(rt.key, obj, created=True)
@@ -983,6 +1049,7 @@ class Cluster:
             return Result(200, canonical(new), ctx.warnings)
         if _strip_volatile(canonical(new)) == _strip_volatile(old):
             return Result(200, self._as_version(rt, entry, item=False), ctx.warnings)
+        record_managed_fields(rt, new, old, ctx=ctx, sub=sub, now=self.now())
         if ctx.dry_run:
             meta["resourceVersion"] = old_meta["resourceVersion"]
             return Result(200, canonical(new), ctx.warnings)

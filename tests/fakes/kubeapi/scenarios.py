@@ -46,6 +46,7 @@ Cause = Literal[
     "pvc_in_use",
     "discovery_failure",
     "deletion_error",
+    "finalizer_deadlock",
     "content_deleting",
     "unknown",
 ]
@@ -167,6 +168,8 @@ class Expected:
     # (remedy action, webhook name): the remedies a fail-closed webhook with a dead backend would
     # reject (`blocked_by`); every other remedy is blocked by nothing
     blocked: tuple[tuple[RemedyAction, str], ...] = ()
+    # issue 22: the state of the controller of the first finding about a finalizer (None: not checked)
+    controller: Literal["alive", "dead", "unknown"] | None = None
 
 
 @dataclass(frozen=True)
@@ -1236,7 +1239,10 @@ def _widget_scenarios() -> list[Scenario]:
                     state="terminating",
                     causes=("orphaned_finalizer",),
                     blocking=(_WIDGET,),
-                    first_remedy="remove_finalizer",
+                    # the webhook's Service is gone (the operator is dead), except where its backend runs:
+                    # then nothing shows whether the controller runs, and finding out comes first
+                    first_remedy="fix_controller" if variant == "ready" else "remove_finalizer",
+                    acceptable_remedies=("remove_finalizer",) if variant == "ready" else (),
                     conditions=finalizer_stuck,
                 ),
             )
@@ -1662,6 +1668,491 @@ def _stuck_or_slow_scenarios() -> list[Scenario]:
     ]
 
 
+# --------------------------------------------------------------------------------------------
+# Issue 22: controllers judged by proof (alive, dead or unknown), and the live controller that cannot
+# finish (finalizer_deadlock). Each controller that is not part of the emulator acts here through the
+# same HTTP API it would use, under its own field manager, at the moment it would.
+
+
+def _rfc3339(emu: Any) -> str:
+    return str(emu.clock.now().strftime("%Y-%m-%dT%H:%M:%S.000000Z"))
+
+
+def _lease(api: Api, ns: str, name: str, holder: str, *, duration: int = 60) -> None:
+    """A leader-election Lease, acquired (or renewed) now by `holder`, as client-go's leaderelection does."""
+    api.ensure_namespace(ns)
+    now = _rfc3339(api.emu)
+    path = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+    current = api.http.get_or_none(f"{path}/{name}")
+    spec: JSON = {
+        "holderIdentity": holder,
+        "leaseDurationSeconds": duration,
+        "acquireTime": now,
+        "renewTime": now,
+        "leaseTransitions": 0,
+    }
+    if current is None:
+        api.create(
+            path, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name}, "spec": spec}
+        )
+    else:
+        spec["acquireTime"] = current["spec"].get("acquireTime", now)
+        api.http.request(
+            "PUT",
+            f"{path}/{name}",
+            query={"fieldManager": holder.split("_", maxsplit=1)[0]},
+            body={**current, "spec": spec},
+        )
+
+
+def _event(api: Api, ns: str, name: str, about: JSON, *, reason: str, message: str, reporter: str) -> None:
+    """A core v1 Event about `about`, as client-go's event recorder writes it: created once, then its
+    count and lastTimestamp updated for each repeat (a terminating namespace refuses the create, never
+    the update)."""
+    now = _rfc3339(api.emu)
+    path = f"/api/v1/namespaces/{ns}/events"
+    current = api.http.get_or_none(f"{path}/{name}")
+    if current is None:
+        meta = about["metadata"]
+        api.create(
+            path,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": ns},
+                "involvedObject": {
+                    "apiVersion": about["apiVersion"],
+                    "kind": about["kind"],
+                    "name": meta["name"],
+                    "namespace": ns,
+                    "uid": meta["uid"],
+                },
+                "reason": reason,
+                "message": message,
+                "type": "Normal",
+                "source": {"component": reporter},
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+                "reportingComponent": reporter,
+            },
+        )
+        return
+    api.http.put(f"{path}/{name}", {**current, "count": int(current.get("count") or 1) + 1, "lastTimestamp": now})
+
+
+def _crd_with_status(api: Api, group: str, plural: str, kind: str) -> None:
+    """A CRD whose custom resources have a /status subresource (as most operators' CRDs do)."""
+    api.crd(group, plural, kind)
+    name = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{plural}.{group}"
+    current = api.http.get(name)
+    versions = [{**v, "subresources": {"status": {}}} for v in current["spec"]["versions"]]
+    api.http.put(name, {**current, "spec": {**current["spec"], "versions": versions}})
+
+
+def _gadget(api: Api, ns: str, name: str, finalizer: str) -> JSON:
+    return api.custom(
+        "example.io",
+        "v1",
+        "gadgets",
+        ns,
+        {
+            "apiVersion": "example.io/v1",
+            "kind": "Gadget",
+            "metadata": {"name": name, "finalizers": [finalizer]},
+            "spec": {"size": 1},
+        },
+    )
+
+
+def _cert_manager_outside(emu: Any) -> None:
+    """cert-manager runs outside the cluster (no workload of it here); its Lease shows it at work."""
+    api = _start(emu)
+    api.crd("acme.cert-manager.io", "challenges", "Challenge")
+    ns = "edge-certs"
+    api.namespace(ns)
+    api.custom(
+        "acme.cert-manager.io",
+        "v1",
+        "challenges",
+        ns,
+        {
+            "apiVersion": "acme.cert-manager.io/v1",
+            "kind": "Challenge",
+            "metadata": {"name": "edge-tls-1-2818463021-1093428", "finalizers": ["finalizer.acme.cert-manager.io"]},
+            "spec": {"type": "HTTP-01", "dnsName": "edge.example.com"},
+        },
+    )
+    _lease(api, "kube-system", "cert-manager-controller", "cert-manager-7f9c7d_0b1e")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 30)
+    _lease(api, "kube-system", "cert-manager-controller", "cert-manager-7f9c7d_0b1e")  # renewed a moment ago
+    run_for(emu, 5, step=5)
+
+
+def _kiali_events(emu: Any) -> None:
+    """The Kiali operator runs outside the cluster; an Event it keeps updating about the Kiali shows it.
+
+    The Kiali was deleted first (`kubectl delete kiali kiali`), while the namespace still accepted new
+    Events; then the namespace. Ordered namespace deletion waits for the console's pod (a 10-minute grace
+    period) before deleting anything else, Events included, so the operator's Event is still there and
+    can still be updated (a terminating namespace refuses new Events, not updates)."""
+    api = _start(emu)
+    _kiali_crd(api)
+    ns = "mesh-console"
+    api.namespace(ns)
+    app(api, ns, "console", replicas=1, grace=600)
+    _kiali_cr(api, ns)
+    run_for(emu, 30)
+    path = f"/apis/kiali.io/v1alpha1/namespaces/{ns}/kialis/kiali"
+    api.delete(path)
+    kiali = api.http.get(path)
+    _event(
+        api, ns, "kiali.17f3a", kiali, reason="Deleting", message="removing Kiali resources", reporter="kiali-operator"
+    )
+    run_for(emu, 5, step=5)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+    _event(
+        api, ns, "kiali.17f3a", kiali, reason="Deleting", message="removing Kiali resources", reporter="kiali-operator"
+    )
+    run_for(emu, 5, step=5)
+
+
+def _gadget_status(emu: Any) -> None:
+    """A controller nothing names (no catalogue entry, no workload, no Lease) writes the Gadget's status."""
+    api = _start(emu)
+    _crd_with_status(api, "example.io", "gadgets", "Gadget")
+    ns = "gadget-lab"
+    api.namespace(ns)
+    _gadget(api, ns, "probe", "gadgets.example.io/teardown")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+    path = f"/apis/example.io/v1/namespaces/{ns}/gadgets/probe"
+    current = api.http.get(path)
+    api.http.request(
+        "PUT",
+        f"{path}/status",
+        query={"fieldManager": "gadget-controller"},
+        body={**current, "status": {"phase": "TearingDown", "observedGeneration": 2}},
+    )
+    run_for(emu, 5, step=5)
+
+
+def _gadget_unknown(emu: Any) -> None:
+    """The same Gadget, but nothing shows its controller at all."""
+    api = _start(emu)
+    _crd_with_status(api, "example.io", "gadgets", "Gadget")
+    ns = "gadget-lab"
+    api.namespace(ns)
+    _gadget(api, ns, "probe", "gadgets.example.io/teardown")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+def _kiali_scaled_to_zero(emu: Any) -> None:
+    """The Kiali operator's Deployment exists, scaled to zero."""
+    api = _start(emu)
+    _kiali_crd(api)
+    api.namespace("kiali-operator")
+    api.deployment(
+        "kiali-operator",
+        "kiali-operator",
+        node="node-1",
+        replicas=0,
+        image="quay.io/kiali/kiali-operator:v2.17.0",
+        labels={"app.kubernetes.io/name": "kiali-operator"},
+    )
+    ns = "observability"
+    api.namespace(ns)
+    _kiali_cr(api, ns)
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+def _job_tracking_pod(emu: Any, *, stop_manager: bool = False) -> None:
+    """A finished Job's pod keeps batch.kubernetes.io/job-tracking: kube-controller-manager's Job controller
+    removes it (the Job itself was deleted with --cascade=orphan)."""
+    api = _start(emu)
+    ns = "nightly"
+    api.namespace(ns)
+    api.create(
+        f"/api/v1/namespaces/{ns}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "report-28466160-x7k2p",
+                "labels": {"batch.kubernetes.io/job-name": "report-28466160"},
+                "finalizers": ["batch.kubernetes.io/job-tracking"],
+            },
+            "spec": {
+                "nodeName": "node-1",
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 30,
+                "containers": [{"name": "report", "image": "busybox:1.36"}],
+            },
+        },
+    )
+    run_for(emu, 30)
+    if stop_manager:
+        ctrls = controllers_of(emu)
+        if ctrls is not None:
+            ctrls.stop_kube_controller_manager()
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+HELM_REMOVE = "wrangler.cattle.io/on-helm-chart-remove"
+
+
+def _helm_chart_deadlock(emu: Any) -> None:
+    """The helm-controller, alive, must run a helm-delete Job in the HelmChart's namespace to remove its
+    finalizer; the terminating namespace refuses the Job, and the controller reports the refusal in the
+    HelmChart's status (an older helm-controller, which retries for ever)."""
+    api = _start(emu)
+    _crd_with_status(api, "helm.cattle.io", "helmcharts", "HelmChart")
+    api.namespace("helm-controller")
+    api.deployment(
+        "helm-controller",
+        "helm-controller",
+        node="node-1",
+        image="rancher/helm-controller:v0.15.4",
+        labels={"app": "helm-controller"},
+    )
+    ns = "edge-ingress"
+    api.namespace(ns)
+    api.custom(
+        "helm.cattle.io",
+        "v1",
+        "helmcharts",
+        ns,
+        {
+            "apiVersion": "helm.cattle.io/v1",
+            "kind": "HelmChart",
+            "metadata": {"name": "traefik", "finalizers": [HELM_REMOVE]},
+            "spec": {"chart": "traefik", "repo": "https://traefik.github.io/charts", "targetNamespace": ns},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 30)
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "helm-delete-traefik"},
+        "spec": {"template": {"spec": {"restartPolicy": "OnFailure", "containers": [{"name": "helm", "image": "x"}]}}},
+    }
+    try:
+        api.create(f"/apis/batch/v1/namespaces/{ns}/jobs", job)
+        refusal = ""
+    except ApiError as err:
+        refusal = err.client_go_text
+    path = f"/apis/helm.cattle.io/v1/namespaces/{ns}/helmcharts/traefik"
+    current = api.http.get(path)
+    now = _rfc3339(emu)
+    api.http.request(
+        "PUT",
+        f"{path}/status",
+        query={"fieldManager": "helm-controller"},
+        body={
+            **current,
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": "Error",
+                        "message": refusal,
+                        "lastTransitionTime": now,
+                    }
+                ]
+            },
+        },
+    )
+    run_for(emu, 5, step=5)
+
+
+_GADGET_REMAINING = "Some resources are remaining: gadgets.example.io has 1 resource instances"
+_GADGET_FINALIZERS = (
+    "Some content in the namespace has finalizers remaining: gadgets.example.io/teardown in 1 resource instances"
+)
+_KIALI_REMAINING = "Some resources are remaining: kialis.kiali.io has 1 resource instances"
+_KIALI_FINALIZERS = "Some content in the namespace has finalizers remaining: kiali.io/finalizer in 1 resource instances"
+_GADGET = ObjectRef("Gadget", "probe", "gadget-lab", "example.io/v1")
+_KIALI_IN_OBSERVABILITY = ObjectRef("Kiali", "kiali", "observability", "kiali.io/v1alpha1")
+
+
+def _controller_scenarios() -> list[Scenario]:
+    job_pod = ObjectRef("Pod", "report-28466160-x7k2p", "nightly")
+    return [
+        Scenario(
+            name="controller-alive-by-lease",
+            title="cert-manager runs outside the cluster: only its renewed Lease shows it alive",
+            description=(
+                "No workload of cert-manager exists in the cluster, but kube-system/cert-manager-controller is "
+                "renewed: the Challenge's finalizer is content still being deleted, not an orphan."
+            ),
+            build=_cert_manager_outside,
+            expected=Expected(
+                namespace="edge-certs",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=conditions(
+                    remaining="Some resources are remaining: challenges.acme.cert-manager.io has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: "
+                    "finalizer.acme.cert-manager.io in 1 resource instances",
+                ),
+                controller="alive",
+            ),
+        ),
+        Scenario(
+            name="controller-alive-by-events",
+            title="the Kiali operator runs outside the cluster: only its Events show it alive",
+            description=(
+                "No workload and no Lease of the Kiali operator; it keeps updating an Event about the Kiali "
+                "(created before the deletion: a terminating namespace accepts no new Event, only updates)."
+            ),
+            build=_kiali_events,
+            expected=Expected(
+                namespace="mesh-console",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                # ordered deletion waits for the console's pod: no content totals yet (kubernetes#138208)
+                conditions=ALL_OK,
+                controller="alive",
+            ),
+        ),
+        Scenario(
+            name="controller-alive-by-status",
+            title="a controller nothing names: only its recent status write shows it alive",
+            description=(
+                "gadgets.example.io/teardown is in no catalogue and no workload or Lease looks like its "
+                "controller, but the Gadget's status was written through /status a moment ago by "
+                "gadget-controller (managedFields)."
+            ),
+            build=_gadget_status,
+            expected=Expected(
+                namespace="gadget-lab",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                conditions=conditions(remaining=_GADGET_REMAINING, finalizers=_GADGET_FINALIZERS),
+                controller="alive",
+            ),
+        ),
+        Scenario(
+            name="controller-unknown",
+            title="a controller nothing shows: no workload, no Lease, no Event, no status change",
+            description=(
+                "As controller-alive-by-status without the status write: nothing proves the controller dead "
+                "either, so finding it comes before removing the finalizer."
+            ),
+            build=_gadget_unknown,
+            expected=Expected(
+                namespace="gadget-lab",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(_GADGET,),
+                first_remedy="fix_controller",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(remaining=_GADGET_REMAINING, finalizers=_GADGET_FINALIZERS),
+                controller="unknown",
+            ),
+        ),
+        Scenario(
+            name="controller-dead-scaled-to-zero",
+            title="the Kiali operator's Deployment is scaled to zero",
+            description="Its Deployment exists with replicas 0: dead; scaling it up comes first.",
+            build=_kiali_scaled_to_zero,
+            expected=Expected(
+                namespace="observability",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(_KIALI_IN_OBSERVABILITY,),
+                first_remedy="fix_controller",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(remaining=_KIALI_REMAINING, finalizers=_KIALI_FINALIZERS),
+                controller="dead",
+            ),
+        ),
+        Scenario(
+            name="control-plane-controller-with-lease",
+            title="a pod keeps the Job controller's finalizer; kube-controller-manager's Lease is renewed",
+            description=(
+                "batch.kubernetes.io/job-tracking is removed by kube-controller-manager, whose Lease is fresh: "
+                "content still being deleted (the emulator runs no Job controller, so the finalizer stays)."
+            ),
+            build=_job_tracking_pod,
+            expected=Expected(
+                namespace="nightly",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                acceptable_remedies=("investigate",),
+                # ordered deletion: while pods remain, the conditions carry no content totals (kubernetes#138208)
+                conditions=ALL_OK,
+                controller="alive",
+            ),
+        ),
+        Scenario(
+            name="control-plane-controller-without-lease",
+            title="the same pod where kube-controller-manager keeps no Lease (leader election off)",
+            description=(
+                "No kube-system/kube-controller-manager Lease: whether the Job controller runs is unknown, "
+                "never dead for want of a workload."
+            ),
+            build=_job_tracking_pod,
+            options=MappingProxyType({"controller_manager_lease": False}),
+            expected=Expected(
+                namespace="nightly",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(job_pod,),
+                first_remedy="fix_controller",
+                acceptable_remedies=("remove_finalizer",),
+                # ordered deletion: while pods remain, the conditions carry no content totals (kubernetes#138208)
+                conditions=ALL_OK,
+                controller="unknown",
+            ),
+        ),
+        Scenario(
+            name="finalizer-deadlock-helm-chart",
+            title="the helm-controller is alive but its helm-delete Job is refused in the terminating namespace",
+            description=(
+                "HelmChart traefik keeps wrangler.cattle.io/on-helm-chart-remove; the running helm-controller "
+                "must create a helm-delete Job in edge-ingress, which is being deleted, and reports the refusal "
+                "in the HelmChart's conditions. Uninstalling the release by hand, then removing the finalizer."
+            ),
+            build=_helm_chart_deadlock,
+            expected=Expected(
+                namespace="edge-ingress",
+                state="terminating",
+                causes=("finalizer_deadlock",),
+                blocking=(ObjectRef("HelmChart", "traefik", "edge-ingress", "helm.cattle.io/v1"),),
+                first_remedy="investigate",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(
+                    remaining="Some resources are remaining: helmcharts.helm.cattle.io has 1 resource instances",
+                    finalizers=f"Some content in the namespace has finalizers remaining: {HELM_REMOVE} in 1 "
+                    "resource instances",
+                ),
+                controller="alive",
+            ),
+        ),
+    ]
+
+
 def _scenarios() -> list[Scenario]:
     return [
         Scenario(
@@ -1865,6 +2356,7 @@ def _scenarios() -> list[Scenario]:
         ),
         *_widget_scenarios(),
         *_stuck_or_slow_scenarios(),
+        *_controller_scenarios(),
         Scenario(
             name="pod-on-notready-node",
             title="pods on a NotReady node keep their deletionTimestamp",

@@ -654,7 +654,13 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(req, rt, res, is_list=True)
             return
         if verb == "create":
-            ctx = Ctx(req.user, self._dry_run(req, "CreateOptions"), admin=req.admin, identity=req.identity)
+            ctx = Ctx(
+                req.user,
+                self._dry_run(req, "CreateOptions"),
+                admin=req.admin,
+                identity=req.identity,
+                manager=_field_manager(req),
+            )
             if rr.sub is not None:
                 assert rr.name is not None
                 res = cluster.create_subresource(rt, ns, rr.name, rr.sub, body=self._json_body(req), ctx=ctx)
@@ -669,7 +675,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if verb == "update":
             assert rr.name is not None
-            ctx = Ctx(req.user, self._dry_run(req, "UpdateOptions"))
+            ctx = Ctx(req.user, self._dry_run(req, "UpdateOptions"), manager=_field_manager(req))
             if rt.group == events_v1.GROUP:
                 res = cluster.update(self._core_events(), ns, rr.name, self._events_body(req), sub=rr.sub, ctx=ctx)
                 self._reply(req, rt, self._as_events_v1(res))
@@ -679,7 +685,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         if verb == "patch":
             assert rr.name is not None
-            ctx = Ctx(req.user, self._dry_run(req, "PatchOptions"))
+            ctx = Ctx(req.user, self._dry_run(req, "PatchOptions"), manager=_field_manager(req))
+            if (req.headers.get("Content-Type") or "").startswith("application/apply-patch"):
+                ctx.operation = "Apply"
             res = cluster.patch(
                 rt,
                 ns,
@@ -886,3 +894,9 @@ def serve_in_thread(server: Server) -> threading.Thread:
     )
     thread.start()
     return thread
+
+
+def _field_manager(req: RequestState) -> str:
+    """The field manager of a write, as the API server names it: `?fieldManager=`, else the prefix of
+    the User-Agent before its first "/" (client-go's "kubectl/v1.34.2 (linux/amd64)" -> "kubectl")."""
+    return req.query.get("fieldManager") or (req.headers.get("User-Agent") or "").split("/", 1)[0]
