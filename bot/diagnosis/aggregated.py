@@ -14,11 +14,11 @@ per-version document fails too, is not for this module: apiservices.py follows t
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from bot.diagnosis import remedies
 from bot.diagnosis.context import Context
+from bot.diagnosis.controller_state import server_version as parse_server_version
 from bot.diagnosis.reading import backend
 from bot.domain.findings import Action, Cause, Finding, Risk
 from bot.domain.refs import KubeObject, ObjectRef, condition, name_of
@@ -48,13 +48,15 @@ class ServerVersion:
 
 
 def server_version(ctx: Context) -> ServerVersion:
+    """The release as this rule says it: /version's gitVersion as served, its minor and patch parsed
+    as every rule parses them (`controller_state.server_version`)."""
     doc = ctx.snapshot.server_version or {}
-    text = str(doc.get("gitVersion") or "")
-    found = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if found:
-        return ServerVersion(text, int(found.group(2)), int(found.group(3)) if found.group(3) else None)
-    minor = re.match(r"(\d+)", str(doc.get("minor") or ""))
-    return ServerVersion(text, int(minor.group(1)) if minor else None, None)
+    parsed = parse_server_version(doc)
+    return ServerVersion(
+        str(doc.get("gitVersion") or ""),
+        parsed.minor if parsed is not None else None,
+        parsed.patch if parsed is not None else None,
+    )
 
 
 def group_version_of(apiservice: KubeObject) -> str:
