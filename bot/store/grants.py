@@ -49,7 +49,7 @@ RUNTIME_PRIVILEGES: Mapping[str, frozenset[str]] = {
     "seen_requests": frozenset({SELECT, INSERT, DELETE}),  # signatures past the replay window go
 }
 
-ROLES_SECTION = 'README "Database roles"'
+ROLES_SECTION = "docs/database-roles.md"
 
 
 class DatabaseRoleError(UserError):

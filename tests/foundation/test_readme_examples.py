@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.foundation.test_config import REPO
 
 README = REPO / "README.md"
-SECTION = "## Try it without a cluster"
+SECTION = "\n### Try it without a cluster\n"
 _BLOCK = re.compile(r"```(sh|bash|console)\n(.*?)```", re.S)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -42,7 +42,9 @@ def _runs_nsstuck(line: str) -> bool:
 def _try_it_block() -> list[str]:
     text = README.read_text()
     section = text[text.index(SECTION) :]
-    section = section[: section.index("\n## ", len(SECTION))]
+    end = re.compile(r"\n##+ ").search(section, len(SECTION))
+    assert end is not None
+    section = section[: end.start()]
     match = _BLOCK.search(section)
     assert match is not None
     return [line for line in match.group(2).splitlines() if line.strip()]

@@ -55,7 +55,7 @@ def test_make_run_without_slack_credentials_says_what_to_set_where_to_get_them_a
         "nsstuck: config error: environment: SLACK_BOT_TOKEN: required by serve (the bot token, xoxb-...)"
     )
     readme = (REPO / "README.md").read_text()
-    assert "## From nothing to a working bot in your workspace" in readme
+    assert "\n### From nothing to a working bot in your workspace\n" in readme
     assert "\ndemo: install\n" in (REPO / "Makefile").read_text()
 
 
