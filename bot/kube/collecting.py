@@ -36,6 +36,7 @@ from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceT
 from bot.domain.values import is_value_resource, metadata_only, without_values
 from bot.errors import ClusterUnreachableError
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
+from bot.logs import carrying
 
 Clock = Callable[[], datetime]
 
@@ -162,7 +163,7 @@ class _Loop:
         on_error: Callable[[CallError], None],
         scope: Scope = None,
     ) -> None:
-        self.pending[self.pool.submit(call)] = (label, on_done, on_error, scope)
+        self.pending[self.pool.submit(carrying(call))] = (label, on_done, on_error, scope)
         kind = label.partition(" ")[0]
         if kind in self.counts:
             self.counts[kind][1] += 1

@@ -56,6 +56,9 @@ MAX_CALL_TIMEOUT = 10.0
 MIN_CALL_TIMEOUT = 0.5
 # the longest the namespace is collected again for, right before acting
 FRESH_EVIDENCE_DEADLINE = 20.0
+# the re-check of the cause collects on this many threads, each with a connection of the patcher's client
+# (more threads than connections: urllib3 opens one per call and throws it away, saying so at WARNING)
+RECHECK_THREADS = 8
 # an executor past its deadline gets this much longer before its request is reconciled by others
 RECONCILE_GRACE = timedelta(seconds=5)
 # ... and the objects are read only once the longest call has had time to land or fail too
@@ -140,7 +143,9 @@ class Executor:
         """A client of its own, acting as `identity` when given; each call's timeout from the hold when
         there is one."""
         budget = hold.call_timeout if hold is not None else (lambda: MAX_CALL_TIMEOUT)
-        connection = self.clusters.connect(cluster, pool_size=4, credential_timeout=budget(), impersonate=identity)
+        connection = self.clusters.connect(
+            cluster, pool_size=RECHECK_THREADS, credential_timeout=budget(), impersonate=identity
+        )
         try:
             yield Patcher(Transport(connection, call_timeout=MAX_CALL_TIMEOUT), timeout=budget)
         finally:
@@ -325,6 +330,7 @@ class Executor:
     def _diagnose_now(self, view: RequestView, hold: _Hold, patcher: Patcher) -> tuple[NamespaceSnapshot, Diagnosis]:
         """The namespace collected and diagnosed again, within the time the hold leaves."""
         options = CollectOptions(
+            workers=RECHECK_THREADS,
             deadline=max(MIN_CALL_TIMEOUT, min(FRESH_EVIDENCE_DEADLINE, hold.time_left())),
             call_timeout=hold.call_timeout(),
         )

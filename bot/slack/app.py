@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,7 @@ from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
 
 from bot.errors import ConfigError, NsstuckError
+from bot.logs import carrying
 from bot.services.answering import Answering
 from bot.services.clusterchecking import ClusterChecks
 from bot.services.limiting import CommandLimits
@@ -67,7 +68,7 @@ def create_app(
         app = App(
             client=slack.client,
             signing_secret=secret,
-            listener_executor=ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-listener"),
+            listener_executor=_ContextExecutor(max_workers=32, thread_name_prefix="nsstuck-listener"),
             request_verification_enabled=secret is not None,
         )
     except (SlackApiError, BoltError) as e:
@@ -99,6 +100,14 @@ def create_app(
     ).register(app)
     app.error(_on_error)
     return SlackDoor(app=app, settings=settings, db=db, metrics=metrics, closing=closing)
+
+
+class _ContextExecutor(ThreadPoolExecutor):
+    """Bolt's listener pool, running each listener in the log context of the request that called it
+    (its sender), so the lines Bolt and the listeners log there carry it."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return super().submit(carrying(fn), *args, **kwargs)
 
 
 def _on_error(error: Exception, body: dict[str, Any]) -> BoltResponse:

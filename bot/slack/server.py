@@ -24,7 +24,7 @@ from waitress import wasyncore
 from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
-from bot.logs import current_format
+from bot.logs import current_format, log_context
 from bot.slack import shapes
 from bot.slack.app import SlackDoor
 from bot.slack.signing import RequestGate, Verdict
@@ -214,7 +214,9 @@ class Web:
         except MalformedRequest as e:
             log.warning("refused a malformed request from Slack: %s", e)
             return self._reply(start_response, 400, f"malformed request: {e}\n".encode())
-        response = self.bot.app.dispatch(request)
+        # Bolt's own lines about this request (routing, middleware, acknowledgement) carry its sender
+        with log_context(slack_user=shapes.sender(request.body)):
+            response = self.bot.app.dispatch(request)
         body = response.body.encode() if isinstance(response.body, str) else bytes(response.body or b"")
         out_headers = [
             (k, v) for k, values in response.headers.items() for v in values if k.lower() != "content-length"

@@ -166,6 +166,21 @@ def click_channel(body: dict[str, Any]) -> str:
     return found if isinstance(found, str) else ""
 
 
+def sender(body: dict[str, Any]) -> str | None:
+    """Who a payload comes from, for the log's context: a slash command's `user_id`, a click's
+    `user.id`, an event's `event.user`; None when it names nobody or not in the shape of a user id."""
+    user = body.get("user")
+    event = body.get("event")
+    for found in (
+        body.get("user_id"),
+        user.get("id") if isinstance(user, dict) else user,
+        event.get("user") if isinstance(event, dict) else None,
+    ):
+        if isinstance(found, str) and USER_ID.fullmatch(found):
+            return found
+    return None
+
+
 def _user_id_ok(body: dict[str, Any]) -> bool:
     user = body.get("user")
     return isinstance(user, dict) and isinstance(user.get("id"), str) and bool(USER_ID.fullmatch(user["id"]))

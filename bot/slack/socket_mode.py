@@ -33,6 +33,9 @@ from slack_sdk.socket_mode.builtin.connection import Connection, ConnectionState
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 
+from bot.logs import log_context
+from bot.slack import shapes
+
 log = logging.getLogger(__name__)
 
 # the envelopes that carry a request to acknowledge (the others: hello, disconnect)
@@ -174,7 +177,9 @@ class SocketModeHandler(BaseSocketModeHandler):
 
     def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]
         started = time.time()
-        response = run_bolt_app(self.app, req)
+        payload = req.payload if isinstance(req.payload, dict) else {}
+        with log_context(slack_user=shapes.sender(payload)):
+            response = run_bolt_app(self.app, req)
         if response.status != 200:
             # refused (another app or workspace) or unhandled: acknowledged bare, or Slack would send it again
             client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))

@@ -14,9 +14,14 @@ from typing import Any
 import pytest
 
 from bot.cli import main
+from bot.domain.refs import ClusterName
+from bot.kube.collecting import CollectOptions, Collector
+from bot.kube.connecting import ClusterTarget, connect
+from bot.kube.transport import Transport
 from bot.logs import JsonFormatter, TextFormatter, _ContextFilter, carrying, log_context
 from tests.approvals._flow import remediation_bot
 from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi.scenarios import apply_scenario
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
 from tests.slack._bot import running_bot
@@ -95,6 +100,13 @@ def test_a_remediation_through_slack_logs_one_json_line_per_step_with_its_contex
     astray = [r for r in report_posts if not r.items() >= {**where, "slack_user": ALICE}.items()]
     assert not astray, astray
     assert {r["logger"].split(".")[0] for r in records} >= {"bot", "slack_sdk", "slack_bolt", "apscheduler"}
+    # Bolt's own lines about a request (routing, middleware, the listener's run, on its listener
+    # threads) carry who sent it
+    bolt = [r for r in records if r["logger"].startswith("slack_bolt") and r.get("slack_user")]
+    assert {r["slack_user"] for r in bolt} >= {ALICE, BOB}, "Bolt's lines carry no sender"
+    # the re-check before the change collects on as many threads as its client keeps connections:
+    # urllib3 has no connection to throw away (it said so at WARNING dozens of times per execution)
+    assert not [r for r in records if "Connection pool is full" in str(r["message"])]
     # a context field is never made up: lines of the start-up carry none
     assert not {"cluster", "request_id", "slack_user"} & _one(records, "bot.slack.server", "nsstuck serving").keys()
 
@@ -116,6 +128,21 @@ def test_serve_logs_at_info_by_default_and_json_holds_every_line(
     _one(records, "bot.scheduler.running", "job repost-unposted-reports ran in")
     # APScheduler's own two lines per run are left out at INFO: nsstuck says one
     assert not [r for r in records if r["logger"].startswith("apscheduler.executors")]
+
+
+def test_in_socket_mode_bolts_lines_about_an_envelope_carry_its_sender(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    env = {"NSSTUCK_LOG_FORMAT": "json", "NSSTUCK_LOG_LEVEL": "DEBUG"}
+    with running_bot(slack_emulator, kube_emulator, tmp_path, socket_mode=True, extra_env=env) as bot:
+        slack_emulator.socket.wait_for_connections(1, timeout=15)
+        ack = slack_emulator.socket_mode.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL)
+        assert "/nsstuck <cluster> <namespace>" in str(ack.payload)
+        slack_emulator.socket.drop_all()  # the builtin client's close() waits otherwise
+    records = _lines(bot.log)
+    bolt = [r for r in records if r["logger"].startswith("slack_bolt") and r.get("slack_user") == ALICE]
+    assert bolt, "Bolt's lines about the envelope carry no sender"
+    assert _one(records, "bot.slack.listeners.commands", "command /nsstuck (help)")["slack_user"] == ALICE
 
 
 def test_text_logs_name_the_context_and_json_escapes_what_it_quotes() -> None:
@@ -153,6 +180,35 @@ def test_text_logs_name_the_context_and_json_escapes_what_it_quotes() -> None:
     assert third.endswith("WARNING tests.operator_logs: plain [request_id=7]")
     with pytest.raises(TypeError, match="unknown log context"), log_context(token="x"):
         pass
+
+
+def test_lines_logged_on_the_collectors_threads_carry_the_diagnosis_context(
+    kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    """A library's line logged on the collector's pool (urllib3's, when its client keeps fewer
+    connections than the collector's threads) carries the context of the diagnosis that made the call."""
+    apply_scenario(kube_emulator, "seed002-configmap-finalizer")
+    target = ClusterTarget(name=ClusterName("prod-eu"), kubeconfig=kube_emulator.write_kubeconfig(tmp_path / "kc"))
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(_ContextFilter())
+    handler.setFormatter(JsonFormatter())
+    pool_logger = logging.getLogger("urllib3.connectionpool")
+    pool_logger.addHandler(handler)
+    connection = connect(target, pool_size=1)
+    try:
+        with log_context(cluster="prod-eu", namespace="finalizer-demo", run_id=41):
+            Collector(Transport(connection), cluster=target.name, options=CollectOptions(workers=8)).collect(
+                "finalizer-demo"
+            )
+    finally:
+        pool_logger.removeHandler(handler)
+        connection.close()
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [line for line in lines if "Connection pool is full" in line["message"]], "no line from the pool"
+    assert {(line.get("cluster"), line.get("namespace"), line.get("run_id")) for line in lines} == {
+        ("prod-eu", "finalizer-demo", "41")
+    }
 
 
 @pytest.mark.parametrize(("variable", "value"), [("NSSTUCK_LOG_FORMAT", "yaml"), ("NSSTUCK_LOG_LEVEL", "loud")])
