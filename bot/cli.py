@@ -182,8 +182,8 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.outbox import Outbox
     from bot.services.remediating import Remediation, remediation_open
     from bot.slack.app import create_app
-    from bot.slack.directory import PeopleDirectory
     from bot.slack.notifier import SlackNotifier
+    from bot.slack.people import PeopleDirectory
     from bot.slack.server import serve
 
     # the composition root: the pieces are built here, once, and handed to each other

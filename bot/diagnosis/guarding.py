@@ -103,7 +103,7 @@ def _served(ctx: Context, group: str, resource: str) -> tuple[str, ...]:
 
 def _write(ctx: Context, operation: str, ref: ObjectRef, subresource: str = "") -> Write:
     group = ref.group
-    resource = ref.resource or ref.kind.lower() + "s"
+    resource = ref.plural
     is_namespace = group == "" and resource == "namespaces"
     namespace = ref.name if is_namespace else (ref.namespace or "")
     labels = labels_of(ctx.namespace_obj) if is_namespace and ref.name == ctx.snapshot.namespace else _labels(ctx, ref)

@@ -17,7 +17,7 @@ from bot.domain.refs import ObjectRef
 
 def object_path(ref: ObjectRef, subresource: str | None = None) -> str:
     """The API path of one object: `/api/v1/namespaces/ns/pods/p`, `/apis/g/v/kinds/n/finalize`."""
-    plural = ref.resource or ref.kind.lower() + "s"
+    plural = ref.plural
     base = f"/apis/{ref.api_version}" if ref.group else f"/api/{ref.api_version or 'v1'}"
     scope = f"/namespaces/{quote(ref.namespace, safe='')}" if ref.namespace else ""
     path = f"{base}{scope}/{plural}/{quote(ref.name, safe='')}"

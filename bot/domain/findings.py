@@ -169,7 +169,7 @@ class ControllerState(StrEnum):
     """Whether the controller that removes a finalizer works, as far as the evidence shows (contract §2)."""
 
     ALIVE = "alive"  # something it did recently shows: a status change, an Event, a renewed Lease, a Ready workload
-    DEAD = "dead"  # it cannot be running: scaled to zero, not ready for long, its Service gone, or uninstalled
+    DEAD = "dead"  # not running (scaled to zero, not ready for long, its Service gone, uninstalled), or none exists
     UNKNOWN = "unknown"  # the evidence shows neither (no Lease at all proves nothing)
 
 

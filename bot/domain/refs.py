@@ -37,16 +37,19 @@ class ObjectRef:
         return self.api_version.rpartition("/")[0]
 
     @property
+    def plural(self) -> str:
+        """The resource's plural: as discovery gave it, else the kind's lower case with an `s`."""
+        return self.resource or self.kind.lower() + "s"
+
+    @property
     def display(self) -> str:
         """`kialis.kiali.io/kiali`, `pods/web-0`, `apiservices.apiregistration.k8s.io/v1beta1.metrics.k8s.io`."""
-        plural = self.resource or self.kind.lower() + "s"
-        qualified = f"{plural}.{self.group}" if self.group else plural
-        return f"{qualified}/{self.name}"
+        return f"{self.kubectl_type}/{self.name}"
 
     @property
     def kubectl_type(self) -> str:
-        plural = self.resource or self.kind.lower() + "s"
-        return f"{plural}.{self.group}" if self.group else plural
+        """`kialis.kiali.io`, `pods`: the resource qualified by its group."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"apiVersion": self.api_version, "kind": self.kind}

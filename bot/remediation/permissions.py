@@ -81,16 +81,15 @@ def not_granted(cluster: ClusterConfig, remedy: Remedy) -> str | None:
         return None
     rules = (*kind.rules, *extra_finalizer_rules(cluster.finalizer_resources))
     for target in remedy.targets:
-        resource = target.resource or f"{target.kind.lower()}s"
+        resource = target.plural
         # the write first: that is the verb people recognise ("may not patch widgets.example.com")
         for verb in sorted(kind.target_verbs, key=lambda v: v in READ_VERBS):
             request = Request(verb=verb, group=target.group, resource=resource, namespace=target.namespace or "")
             if not allowed_by(rules, request):
-                qualified = f"{resource}.{target.group}" if target.group else resource
                 where = (
                     "add it to remediation.finalizerResources in the chart"
                     if cluster.in_cluster
                     else "add it to the cluster's finalizer_resources in the config, and grant it there"
                 )
-                return f"nsstuck may not {verb} {qualified} on {cluster.name}: {where}"
+                return f"nsstuck may not {verb} {target.kubectl_type} on {cluster.name}: {where}"
     return None

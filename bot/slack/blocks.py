@@ -41,7 +41,7 @@ class Message:
 # a finding about a finalizer: what its controller's state means (issue 22)
 CONTROLLER_STATES = {
     "alive": "the evidence shows it at work",
-    "dead": "the evidence shows it cannot be running",
+    "dead": "the evidence shows it is not running, or that none exists",
     "unknown": "nothing seen shows whether it runs",
 }
 

@@ -1,6 +1,6 @@
 """Who is in what, as Slack says: the members of a user group (for the approval decision: read fresh,
-every time), the members of a channel (for what the App Home shows: cached briefly), and a person's
-e-mail (users.info, for acting as the approver).
+every time) and the members of a channel (for what the App Home shows: cached briefly). A person's
+own `users.info` is read in `bot.slack.people`.
 
 What this relies on of Slack's Web API:
 
@@ -24,7 +24,7 @@ import threading
 import time
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.errors import SlackClientError
 
 log = logging.getLogger(__name__)
 
@@ -101,23 +101,3 @@ class ChannelMembers:
                 return frozenset(members)
         log.warning("channel %s has more than %d members; only those were read", channel, len(members))
         return frozenset(members)
-
-
-class PeopleDirectory:
-    """A Slack user's e-mail from their profile (users.info; the app needs `users:read.email`)."""
-
-    def __init__(self, client: WebClient) -> None:
-        self.client = client
-
-    def email_of(self, user: str) -> str | None:
-        try:
-            response = self.client.users_info(user=user)
-        except SlackApiError as e:
-            log.warning("cannot read the profile of %s: %s", user, e.response.get("error"))
-            return None
-        except (OSError, ValueError) as e:  # Slack did not answer: no identity now, the change is refused
-            log.warning("cannot read the profile of %s: %s", user, e.__class__.__name__)
-            return None
-        profile = (response.get("user") or {}).get("profile") or {}
-        email = profile.get("email") if isinstance(profile, dict) else None
-        return email if isinstance(email, str) and email else None

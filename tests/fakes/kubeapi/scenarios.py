@@ -1035,17 +1035,22 @@ def _argocd_uninstalled(emu: Any) -> None:
     run_for(emu, 60, step=30)
 
 
-def _kcm_down(emu: Any) -> None:
+def _deleted_without_kube_controller_manager(emu: Any, ns: str, workload: str, *, for_seconds: int) -> None:
+    """A namespace with one app, deleted after kube-controller-manager stopped (its Lease goes stale,
+    no namespace controller writes a condition), then `for_seconds` of the cluster's time."""
     api = _start(emu)
-    ns = "staging"
     api.namespace(ns)
-    app(api, ns, "api", replicas=1)
+    app(api, ns, workload, replicas=1)
     run_for(emu, 30)
     ctrls = controllers_of(emu)
     if ctrls is not None:
         ctrls.stop_kube_controller_manager()
     api.delete_namespace(ns)
-    run_for(emu, 120, step=60)
+    run_for(emu, for_seconds, step=60)
+
+
+def _kcm_down(emu: Any) -> None:
+    _deleted_without_kube_controller_manager(emu, "staging", "api", for_seconds=120)
 
 
 def _incomplete_forbidden(emu: Any) -> None:
@@ -1420,16 +1425,7 @@ def _namespace_controller_not_yet(emu: Any) -> None:
 
 
 def _namespace_controller_unseen(emu: Any) -> None:
-    api = _start(emu)
-    ns = "sandbox-7"
-    api.namespace(ns)
-    app(api, ns, "sandbox", replicas=1)
-    run_for(emu, 30)
-    ctrls = controllers_of(emu)
-    if ctrls is not None:
-        ctrls.stop_kube_controller_manager()
-    api.delete_namespace(ns)
-    run_for(emu, 600, step=60)
+    _deleted_without_kube_controller_manager(emu, "sandbox-7", "sandbox", for_seconds=600)
 
 
 def _pod_no_progress(emu: Any) -> None:
