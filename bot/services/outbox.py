@@ -75,7 +75,11 @@ class Outbox:
             if thread is None:
                 if posted is None:
                     raise LookupError("the verdict's post came back without a ts to start the thread with")
-                _, thread = attach_thread(self.db, pending.incident_id, pending.channel, posted)
+                channel, thread = attach_thread(self.db, pending.incident_id, pending.channel, posted)
+                if channel != pending.channel:
+                    # the incident lives in another channel's thread (asked there first): this channel's
+                    # report goes under the verdict just posted here, not under a ts of another channel
+                    thread = posted
             wait = attempt.report(thread, remediable=self.remediable(pending.diagnosis.cluster))
         wait()
 

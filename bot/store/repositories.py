@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from bot.domain.statuses import IncidentStatus
@@ -80,6 +80,27 @@ class IncidentRepository:
         self._session.refresh(incident)
         return str(incident.slack_channel), str(incident.slack_thread_ts)
 
+    def claim_watch_post(self, incident_id: int, at: datetime) -> bool:
+        """The watch posts this open incident's verdict unasked, once: True only for the caller whose
+        update marked it."""
+        result = self._session.execute(
+            update(Incident)
+            .where(
+                Incident.id == incident_id,
+                Incident.status == IncidentStatus.OPEN,
+                Incident.watch_posted_at.is_(None),
+            )
+            .values(watch_posted_at=at)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def watch_posted(self, cluster: str) -> set[str]:
+        """The namespace UIDs of the cluster's open incidents whose verdict the watch has posted already."""
+        query = select(Incident.namespace_uid).where(
+            Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN, Incident.watch_posted_at.is_not(None)
+        )
+        return set(self._session.scalars(query))
+
     def mark_checked(self, incident_id: int, at: datetime) -> None:
         """The follow-up looked at the incident's namespace at `at`."""
         self._session.execute(update(Incident).where(Incident.id == incident_id).values(last_checked_at=at))
@@ -128,6 +149,16 @@ class DiagnosisRepository:
             .limit(limit)
         )
         return self._session.scalars(query).all()
+
+    def backlog(self, *, max_attempts: int) -> tuple[int, datetime | None]:
+        """Runs waiting to be posted that the outbox still tries: how many, and when the oldest was made."""
+        query = select(func.count(), func.min(DiagnosisRun.created_at)).where(
+            DiagnosisRun.posted_at.is_(None),
+            DiagnosisRun.post_channel.is_not(None),
+            DiagnosisRun.post_attempts < max_attempts,
+        )
+        count, oldest = self._session.execute(query).one()
+        return int(count or 0), oldest
 
     def prune_snapshots(self, older_than: datetime) -> int:
         """Drop the stored snapshots of runs started before `older_than`; the runs and reports stay."""
