@@ -100,10 +100,11 @@ class Metrics:
             ["cluster", "outcome"],
             registry=self.registry,
         )
+        # labelled scheduled_job, not job: Prometheus gives every scraped series a `job` label of its own
         self.job_last_success = Gauge(
             "nsstuck_job_last_success_timestamp_seconds",
-            "When each scheduled job last ended without an error (Unix time)",
-            ["job"],
+            "When each scheduled job last ended without an error (Unix time), by scheduled job",
+            ["scheduled_job"],
             registry=self.registry,
         )
 
@@ -113,7 +114,7 @@ class Metrics:
         self.kube_request_seconds.labels(cluster=cluster, outcome=outcome.value).observe(seconds)
 
     def job_succeeded(self, job: str) -> None:
-        self.job_last_success.labels(job=job).set(time.time())
+        self.job_last_success.labels(scheduled_job=job).set(time.time())
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -25,20 +25,23 @@ from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
-from tests.fakes.slackapi.pytest_plugin import OPS_CHANNEL, SECOND_CHANNEL
+from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL, SECOND_CHANNEL
 from tests.slack._bot import Running, serve_process
 
 ROUND = 0.5  # NSSTUCK_WATCH_SECONDS
 DELETED_AT = "2026-11-20T08:00:00Z"  # the emulator's clock when _namespace deletes "ddd"
 
 
-def watched_config(tmp_path: Path, kube: Emulator, *, channel: str | None = None) -> Path:
+def watched_config(
+    tmp_path: Path, kube: Emulator, *, channel: str | None = None, channels: tuple[str, ...] = (OPS_CHANNEL,)
+) -> Path:
     kube.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
     watch = f"{{after: 15m, channel: {channel}}}" if channel else "{after: 15m}"
     config = tmp_path / "nsstuck.yaml"
     config.write_text(
         "clusters:\n"
-        f"  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n    channels: [{OPS_CHANNEL}]\n    watch: {watch}\n"
+        f"  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n    channels: [{', '.join(channels)}]\n"
+        f"    watch: {watch}\n"
     )
     return config
 
@@ -108,10 +111,16 @@ def top_level(slack: SlackEmulator, channel: str, words: str) -> list[str]:
 
 @contextmanager
 def watching_bot(
-    slack: SlackEmulator, kube: Emulator, tmp_path: Path, *, clock_at: str, channel: str | None = None
+    slack: SlackEmulator,
+    kube: Emulator,
+    tmp_path: Path,
+    *,
+    clock_at: str,
+    channel: str | None = None,
+    channels: tuple[str, ...] = (OPS_CHANNEL,),
 ) -> Iterator[tuple[Running, Store, Path]]:
     _namespace(kube, "ddd", delete=True)  # deleted at 08:00:00, a finalizer keeps it
-    config = watched_config(tmp_path, kube, channel=channel)
+    config = watched_config(tmp_path, kube, channel=channel, channels=channels)
     clock = tmp_path / "now"
     clock.write_text(clock_at + "\n")
     url = f"sqlite:///{tmp_path / 'bot.db'}"
@@ -196,7 +205,7 @@ def test_a_stuck_namespace_is_posted_once_unasked_measured_and_resolved(
         assert (sample(found, "nsstuck_watch_rounds_total", cluster="prod-eu", outcome="listed") or 0) >= 3
         assert (sample(found, "nsstuck_diagnoses_total", state="terminating", cause="orphaned_finalizer") or 0) == 1
         assert sample(found, "nsstuck_outbox_backlog", kind="reports") == 0.0
-        watch_success = sample(found, "nsstuck_job_last_success_timestamp_seconds", job="watch")
+        watch_success = sample(found, "nsstuck_job_last_success_timestamp_seconds", scheduled_job="watch")
         assert watch_success is not None
         assert watch_success >= started.timestamp()
 
@@ -239,6 +248,7 @@ def test_an_unreachable_cluster_is_said_once_and_once_when_it_is_back(
         fault = kube_emulator.knobs.inject_fault(r"^GET /api/v1/namespaces$", 503)
         [down] = wait(slack, lambda: top_level(slack, SECOND_CHANNEL, "cannot reach cluster"))
         assert "`prod-eu`" in down, down
+        assert kube_emulator.user_token not in down
         assert "the server is currently unable to handle the request" in down, down
         wait_rounds(slack, store, datetime.now(UTC), 4)
         assert len(top_level(slack, SECOND_CHANNEL, "cannot reach cluster")) == 1
@@ -256,3 +266,45 @@ def test_an_unreachable_cluster_is_said_once_and_once_when_it_is_back(
         assert len(top_level(slack, SECOND_CHANNEL, "cannot reach cluster")) == 1
         assert sample(metrics(bot), "nsstuck_watched_cluster_reachable", cluster="prod-eu") == 1.0
         assert slack.channel_messages(OPS_CHANNEL) == []  # watch.channel, not the cluster's first channel
+
+
+def test_an_incident_asked_about_already_gets_the_watch_s_verdict_in_the_right_thread(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    """The watch speaks in #platform. `ddd` was asked about in #nsstuck-ops (its thread is there): the
+    watch's verdict is a new message in #platform with the report under it, not under a thread of the
+    other channel. `eee` was asked about in #platform: the watch's verdict goes into its thread there."""
+    slack = slack_emulator
+    with watching_bot(
+        slack,
+        kube_emulator,
+        tmp_path,
+        clock_at="2026-11-20T08:05:00Z",
+        channel=SECOND_CHANNEL,
+        channels=(OPS_CHANNEL, SECOND_CHANNEL),
+    ) as (bot, store, clock):
+        _namespace(kube_emulator, "eee", delete=True)  # deleted at 08:01:00
+        asked = {}
+        for namespace, channel in (("ddd", OPS_CHANNEL), ("eee", SECOND_CHANNEL)):
+            bot.driver.slash_command("/nsstuck", f"prod-eu {namespace}", user=ALICE, channel=channel)
+            [asked[namespace]] = wait(
+                slack, lambda c=channel, n=namespace: [m for m in slack.channel_messages(c) if n in slack.render(m)]
+            )
+            wait(slack, lambda c=channel, n=namespace: slack.thread(c, asked[n]["ts"]))
+        clock.write_text("2026-11-20T08:17:00Z\n")
+
+        [ddd] = wait(slack, lambda: [m for m in slack.channel_messages(SECOND_CHANNEL) if "ddd" in slack.render(m)])
+        assert "found by nsstuck's watch, unasked" in slack.render(ddd)
+        report = wait(slack, lambda: slack.thread(SECOND_CHANNEL, ddd["ts"]))
+        assert "configmaps/mymap" in "\n".join(slack.render(m) for m in report)
+
+        def watched_eee() -> list[str]:
+            replies = (slack.render(m) for m in slack.thread(SECOND_CHANNEL, asked["eee"]["ts"]))
+            return [r for r in replies if "found by nsstuck's watch" in r]
+
+        wait(slack, watched_eee)
+        wait_rounds(slack, store, datetime.now(UTC), 3)
+        assert len(watched_eee()) == 1
+        assert len(top_level(slack, SECOND_CHANNEL, "eee")) == 1  # the one asked for, not a second
+        assert len(top_level(slack, SECOND_CHANNEL, "ddd")) == 1
+        assert len(top_level(slack, OPS_CHANNEL, "ddd")) == 1  # the watch did not post in the other channel
