@@ -224,13 +224,10 @@ class Watch:
 
     def _post_stuck(self, watched: Watched, terminating: dict[str, tuple[str, datetime]]) -> tuple[str, ...]:
         now = self.clock()
+        old = {uid for uid, (_, since) in terminating.items() if now - since >= watched.after}
         with self.db.unit_of_work() as uow:
-            posted_before = uow.incidents.watch_posted(watched.cluster)
-        due = sorted(
-            (since, name, uid)
-            for uid, (name, since) in terminating.items()
-            if now - since >= watched.after and uid not in posted_before
-        )
+            done = uow.incidents.not_for_the_watch(watched.cluster, old)
+        due = sorted((since, name, uid) for uid, (name, since) in terminating.items() if uid in old - done)
         posted = []
         for _, name, uid in due[: self.batch]:
             with log_context(namespace=name):

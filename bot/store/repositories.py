@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -94,10 +94,16 @@ class IncidentRepository:
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    def watch_posted(self, cluster: str) -> set[str]:
-        """The namespace UIDs of the cluster's open incidents whose verdict the watch has posted already."""
+    def not_for_the_watch(self, cluster: str, namespace_uids: Iterable[str]) -> set[str]:
+        """Of these namespace UIDs of the cluster, those the watch has nothing to post for: its verdict was
+        posted already, or the incident is resolved (it stays so: `open_for` never reopens one)."""
+        uids = list(namespace_uids)
+        if not uids:
+            return set()
         query = select(Incident.namespace_uid).where(
-            Incident.cluster == cluster, Incident.status == IncidentStatus.OPEN, Incident.watch_posted_at.is_not(None)
+            Incident.cluster == cluster,
+            Incident.namespace_uid.in_(uids),
+            Incident.watch_posted_at.is_not(None) | (Incident.status != IncidentStatus.OPEN),
         )
         return set(self._session.scalars(query))
 

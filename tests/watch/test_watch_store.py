@@ -11,7 +11,7 @@ from bot.domain.refs import ClusterName
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from bot.services.followup import open_incidents, resolve_gone
-from bot.services.recording import mark_posted, record_unasked
+from bot.services.recording import mark_posted, record, record_unasked
 from bot.store.database import Database
 from bot.store.watch import Change
 from tests.diagnosis.test_diagnose_cli import _namespace
@@ -80,7 +80,8 @@ def test_an_incident_is_posted_unasked_once_and_counted_in_the_backlog_until_pos
     assert first.incident_id is not None
     assert again is None
     with database.unit_of_work() as uow:
-        assert uow.incidents.watch_posted("prod-eu") == {result.diagnosis.namespace_uid}
+        uid = str(result.diagnosis.namespace_uid)
+        assert uow.incidents.not_for_the_watch("prod-eu", [uid, "another-uid"]) == {uid}
         assert len(uow.diagnoses.for_incident(first.incident_id)) == 1
         count, oldest = uow.diagnoses.backlog(max_attempts=20)
         assert count == 1
@@ -90,9 +91,23 @@ def test_an_incident_is_posted_unasked_once_and_counted_in_the_backlog_until_pos
         assert uow.diagnoses.backlog(max_attempts=20) == (0, None)
         assert uow.digests.backlog() == (0, None)
 
-    # resolved: no longer among the open incidents the watch has posted
+    # resolved once; and a resolved incident is never posted by the watch (open_for does not reopen it)
     [incident] = open_incidents(database, "prod-eu")
     assert resolve_gone(database, incident, notifier=None, at=T0 + timedelta(hours=1))
     assert not resolve_gone(database, incident, notifier=None, at=T0 + timedelta(hours=1))
+    assert open_incidents(database, "prod-eu") == []
+
+
+def test_a_resolved_incident_is_nothing_for_the_watch_even_unposted(
+    database: Database, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    result = _stuck(kube_emulator, tmp_path)
+    uid = str(result.diagnosis.namespace_uid)
+    record(database, result, trigger="slack", requested_by="U0AAAAAAA")  # asked for, not posted by the watch
     with database.unit_of_work() as uow:
-        assert uow.incidents.watch_posted("prod-eu") == set()
+        assert uow.incidents.not_for_the_watch("prod-eu", [uid]) == set()
+    [incident] = open_incidents(database, "prod-eu")
+    resolve_gone(database, incident, notifier=None, at=T0)
+    with database.unit_of_work() as uow:
+        assert uow.incidents.not_for_the_watch("prod-eu", [uid]) == {uid}
+    assert record_unasked(database, result, requested_by="nsstuck-watch", post_channel="C0123ABCD", at=T0) is None
