@@ -47,10 +47,14 @@ log = logging.getLogger(__name__)
 EXECUTION_WORKERS = 4
 
 
-def remediation_open(config: AppConfig, cluster: str) -> bool:
-    """Whether remediation can be requested on this cluster (its reports carry Request buttons)."""
+def remediation_open(config: AppConfig, cluster: str, channel: str | None = None) -> bool:
+    """Whether remediation can be requested on this cluster (its reports carry Request buttons), from
+    `channel` when one is given: a report the watch posts to a channel the cluster's `channels` do not
+    allow gets none, since a click there would be refused."""
     found = config.cluster(cluster)
-    return found is not None and policy.remediation_off(found) is None
+    if found is None or policy.remediation_off(found) is not None:
+        return False
+    return channel is None or found.allows(channel)
 
 
 class Remediation:

@@ -61,7 +61,7 @@ class Told:
 
 told = Told()
 diagnoser = lambda cluster, namespace: diagnose_registered(clusters, cluster, namespace)
-outbox = Outbox(db, told, remediable=lambda cluster: remediation_open(config, cluster))
+outbox = Outbox(db, told, remediable=lambda cluster, channel: remediation_open(config, cluster, channel))
 remediation = Remediation(
     db, config=config, settings=settings, clusters=clusters, notifier=told
 )

@@ -25,7 +25,7 @@ from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
-from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL, SECOND_CHANNEL
+from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, OPS_CHANNEL, SECOND_CHANNEL
 from tests.slack._bot import Running, serve_process
 
 ROUND = 0.5  # NSSTUCK_WATCH_SECONDS
@@ -41,7 +41,7 @@ def watched_config(
     config.write_text(
         "clusters:\n"
         f"  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n    channels: [{', '.join(channels)}]\n"
-        f"    watch: {watch}\n"
+        f"    approvers: [{APPROVERS}]\n    watch: {watch}\n"
     )
     return config
 
@@ -142,6 +142,11 @@ def wait(slack: SlackEmulator, predicate: Callable[[], Any], timeout: float = 20
     return slack.wait_for(lambda: predicate() or None, timeout=timeout)
 
 
+def has_buttons(messages: list[dict[str, Any]]) -> bool:
+    """Whether any of the messages has a block of buttons (Request fix N)."""
+    return any(block.get("type") == "actions" for m in messages for block in m.get("blocks") or ())
+
+
 def test_a_stuck_namespace_is_posted_once_unasked_measured_and_resolved(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
@@ -172,6 +177,7 @@ def test_a_stuck_namespace_is_posted_once_unasked_measured_and_resolved(
         # the report in its thread, as for a command; the incident lives in that thread
         thread = wait(slack, lambda: slack.thread(OPS_CHANNEL, verdict["ts"]))
         assert "configmaps/mymap" in "\n".join(slack.render(m) for m in thread)
+        assert has_buttons(thread)  # the cluster has approvers, and this channel may use it
         [incident] = store.rows("SELECT slack_channel, slack_thread_ts FROM incidents")
         assert (incident["slack_channel"], incident["slack_thread_ts"]) == (OPS_CHANNEL, verdict["ts"])
 
@@ -236,12 +242,13 @@ def test_an_unreachable_cluster_is_said_once_and_once_when_it_is_back(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
     """In the channel watch.channel names (not the cluster's first); the emulator's knob makes the list
-    of namespaces fail (the transport's one retry included) for as long as it is set."""
+    of namespaces fail (the transport's one retry included) for as long as it is set. Then the stuck
+    namespace is posted there too, without Request buttons: that channel may not change the cluster."""
     slack = slack_emulator
     with watching_bot(slack, kube_emulator, tmp_path, clock_at="2026-11-20T08:05:00Z", channel=SECOND_CHANNEL) as (
         bot,
         store,
-        _,
+        clock,
     ):
         wait_rounds(slack, store, datetime.now(UTC), 2)
         assert slack.channel_messages(SECOND_CHANNEL) == []
@@ -266,6 +273,12 @@ def test_an_unreachable_cluster_is_said_once_and_once_when_it_is_back(
         assert len(top_level(slack, SECOND_CHANNEL, "cannot reach cluster")) == 1
         assert sample(metrics(bot), "nsstuck_watched_cluster_reachable", cluster="prod-eu") == 1.0
         assert slack.channel_messages(OPS_CHANNEL) == []  # watch.channel, not the cluster's first channel
+
+        clock.write_text("2026-11-20T08:16:00Z\n")
+        [verdict] = wait(slack, lambda: [m for m in slack.channel_messages(SECOND_CHANNEL) if "ddd" in slack.render(m)])
+        thread = wait(slack, lambda: slack.thread(SECOND_CHANNEL, verdict["ts"]))
+        assert "configmaps/mymap" in "\n".join(slack.render(m) for m in thread)
+        assert not has_buttons(thread)
 
 
 def test_an_incident_asked_about_already_gets_the_watch_s_verdict_in_the_right_thread(
