@@ -178,9 +178,10 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.answering import Answering
     from bot.services.diagnosing import diagnose_registered
     from bot.services.digesting import clock_for
-    from bot.services.metrics import Metrics
+    from bot.services.metrics import Metrics, StoreMetrics
     from bot.services.outbox import Outbox
     from bot.services.remediating import Remediation, remediation_open
+    from bot.services.watching import watched_clusters
     from bot.slack.app import create_app
     from bot.slack.notifier import SlackNotifier
     from bot.slack.people import PeopleDirectory
@@ -190,12 +191,19 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     workers = 4  # diagnoses at once: each fans out on its collector's pool already
     db = Database(settings.database_url)
     metrics = Metrics()
-    # a client per cluster kept between diagnoses, with room for every worker's requests at once
+    # a client per cluster kept between diagnoses, with room for every worker's requests at once; every
+    # request to a cluster is counted and timed (nsstuck_kube_requests_total)
     clusters = ClusterRegistry.from_config(
         config,
         ctx.config_path,
         pool_size=workers * CollectOptions().workers,
         credential_timeout=settings.credential_timeout_seconds,
+        observer=metrics,
+    )
+    clock = clock_for(settings.clock_file)
+    # open incidents, the outbox's backlog and the watched clusters, read from the database at each scrape
+    metrics.registry.register(
+        StoreMetrics(db, clock=clock, registered=clusters.knows, watched=[w.cluster for w in watched_clusters(config)])
     )
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
     diagnoser = partial(diagnose_registered, clusters)
@@ -210,7 +218,13 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         queue_limit=settings.diagnosis_queue,
     )
     remediation = Remediation(
-        db, config=config, settings=settings, clusters=clusters, notifier=slack, people=PeopleDirectory(slack.client)
+        db,
+        config=config,
+        settings=settings,
+        clusters=clusters,
+        notifier=slack,
+        people=PeopleDirectory(slack.client),
+        metrics=metrics,
     )
     from bot.services.clusterchecking import ClusterChecks
 
@@ -236,10 +250,11 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         outbox=outbox,
         remediation=remediation,
         notifier=slack,
-        clock=clock_for(settings.clock_file),
+        clock=clock,
+        metrics=metrics,
     )
     gc.freeze()  # everything imported and built so far lives as long as the process: keep it out of the GC's way
-    scheduler = scheduling.start(jobs)
+    scheduler = scheduling.start(jobs, succeeded=metrics.job_succeeded)
 
     def alive() -> list[str]:  # /healthz: what the process cannot do without
         return [*scheduling.problems(scheduler), *answering.problems(), *remediation.problems()]

@@ -33,7 +33,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from bot.domain.refs import ChannelId, ClusterName
 from bot.errors import ConfigError, UnknownClusterError
 
-__all__ = ["AppConfig", "ChannelId", "ClusterConfig", "ClusterName", "DigestConfig", "Settings"]
+__all__ = ["AppConfig", "ChannelId", "ClusterConfig", "ClusterName", "DigestConfig", "Settings", "WatchConfig"]
 
 DEFAULT_CONFIG_PATH = Path("config/nsstuck.yaml")
 
@@ -265,6 +265,26 @@ class ImpersonationConfig(_Strict):
     email: EmailIdentity | None = None
 
 
+def _watch_after(value: timedelta) -> timedelta:
+    if value < MIN_WATCH_AFTER:
+        raise ValueError(
+            f"{int(value.total_seconds())}s is too short: at least 1m (a namespace often takes a minute or more "
+            "to delete its content normally)"
+        )
+    return value
+
+
+MIN_WATCH_AFTER = timedelta(minutes=1)
+
+
+class WatchConfig(_Strict):
+    """A watched cluster: its namespaces Terminating for longer than `after` are diagnosed and posted to
+    `channel` unasked (default: the cluster's first channel)."""
+
+    after: Annotated[timedelta, BeforeValidator(_to_duration), AfterValidator(_watch_after)] = timedelta(minutes=15)
+    channel: Annotated[str, AfterValidator(_check_channel)] | None = None
+
+
 class ClusterConfig(_Strict):
     """A cluster that `/nsstuck <cluster> <namespace>` may name."""
 
@@ -288,10 +308,19 @@ class ClusterConfig(_Strict):
     # whether people from outside the workspace (Slack Connect, strangers) and guests may request and
     # approve changes here; they may diagnose wherever the channel allows it in any case
     allow_external_users: bool = False
+    # watched: its namespaces stuck for longer than watch.after are posted to a channel unasked
+    watch: WatchConfig | None = None
 
     @property
     def cluster_name(self) -> ClusterName:
         return ClusterName(self.name)
+
+    @property
+    def watch_channel(self) -> str | None:
+        """Where the watch speaks: watch.channel, else the cluster's first channel (None: not watched)."""
+        if self.watch is None:
+            return None
+        return self.watch.channel or (self.channels[0] if self.channels else None)
 
     def allows(self, channel: str) -> bool:
         """Whether this cluster may be used from `channel` (no channel list: from any)."""
@@ -355,6 +384,11 @@ class AppConfig(_Strict):
                     f"duplicate cluster {_shown(cluster.name)} (already defined at clusters[{seen[cluster.name]}])",
                 )
             seen[cluster.name] = index
+            if cluster.watch is not None and cluster.watch_channel is None:
+                raise _KeyedError(
+                    ("clusters", index, "watch"),
+                    "a watched cluster needs a channel to speak in: set watch.channel, or give the cluster channels:",
+                )
         return clusters
 
     @model_validator(mode="after")
@@ -702,6 +736,8 @@ class Settings(BaseSettings):
     snapshot_retention_days: float = Field(default=30.0, gt=0, validation_alias="NSSTUCK_SNAPSHOT_RETENTION_DAYS")
     # seconds between two looks at the digest schedules (a digest is posted at most this late)
     digest_tick_seconds: float = Field(default=20.0, gt=0, le=300, validation_alias="NSSTUCK_DIGEST_TICK_SECONDS")
+    # seconds between two rounds of the watch: each watched cluster's namespaces are listed once a round
+    watch_seconds: float = Field(default=60.0, gt=0, le=3600, validation_alias="NSSTUCK_WATCH_SECONDS")
     # rehearsals and tests: a file holding an ISO 8601 time that the digest schedule takes as "now"
     # (so a schedule, a daylight-saving change or a missed run can be tried without waiting)
     clock_file: Path | None = Field(default=None, validation_alias="NSSTUCK_CLOCK_FILE")

@@ -37,6 +37,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from bot.domain.refs import ClusterName
 from bot.errors import ClusterUnreachableError, UserError
+from bot.kube.observing import CallObserver
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ class Connection:
         # the server refused its credentials (401): a kept connection is not lent again (ConnectionCache)
         self.refused = False
         self.lent = 0  # how many times a ConnectionCache has lent it
+        # told of every call a Transport makes on it (metrics); handed in by whoever made it
+        self.observer: CallObserver | None = None
 
     def scrub(self, text: str) -> str:
         secrets = self.secrets
@@ -401,10 +404,11 @@ def connect(
     pool_size: int = 32,
     credential_timeout: float = CREDENTIAL_TIMEOUT,
     impersonate: Impersonation | None = None,
+    observer: CallObserver | None = None,
 ) -> Connection:
-    """A client for the target (acting as `impersonate` when given). Raises UserError for a kubeconfig
-    or context that cannot work, or an exec credential plugin that does not answer within
-    `credential_timeout` seconds."""
+    """A client for the target (acting as `impersonate` when given; its calls told to `observer`).
+    Raises UserError for a kubeconfig or context that cannot work, or an exec credential plugin that
+    does not answer within `credential_timeout` seconds."""
     configuration = k8s_client.Configuration()
     _guard_temp_files()
     _bound_exec_plugins()
@@ -457,6 +461,7 @@ def connect(
         _impersonating(api_client, impersonate)
     connection = Connection(target, api_client, _secrets_of(configuration, known), _shown_host(str(configuration.host)))
     connection.files, connection.fingerprint = (*paths, *named), fingerprint
+    connection.observer = observer
     return connection
 
 
@@ -495,8 +500,10 @@ class ConnectionCache:
         idle: float = 90.0,
         credential_timeout: float = CREDENTIAL_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
+        observer: CallObserver | None = None,
     ) -> None:
         self.pool_size = pool_size
+        self.observer = observer
         self.credential_timeout = credential_timeout
         self.max_age = max_age
         self.idle = idle
@@ -537,7 +544,9 @@ class ConnectionCache:
             # only the leases of this target)
             if kept is not None and self._lend(kept, _fingerprint(kept.connection.files)):
                 return kept
-            connection = connect(target, pool_size=self.pool_size, credential_timeout=self.credential_timeout)
+            connection = connect(
+                target, pool_size=self.pool_size, credential_timeout=self.credential_timeout, observer=self.observer
+            )
             connection.lent = 1
             now = self.clock()
             with self._lock:

@@ -25,6 +25,7 @@ from bot.kube.connecting import (
     Impersonation,
     connect,
 )
+from bot.kube.observing import CallObserver
 from bot.settings import AppConfig, ClusterName, resolve_kubeconfig
 
 
@@ -37,12 +38,17 @@ class ClusterRegistry:
         *,
         pool_size: int = 32,
         credential_timeout: float = CREDENTIAL_TIMEOUT,
+        observer: CallObserver | None = None,
     ) -> None:
+        """`observer` is told of every call made on the clients it lends and makes (metrics)."""
         self._targets: dict[str, ClusterTarget] = {}
         for target in targets:
             self._targets.setdefault(target.name, target)
         self.credential_timeout = credential_timeout
-        self.connections = ConnectionCache(pool_size=pool_size, credential_timeout=credential_timeout)
+        self.observer = observer
+        self.connections = ConnectionCache(
+            pool_size=pool_size, credential_timeout=credential_timeout, observer=observer
+        )
 
     @classmethod
     def from_config(
@@ -52,6 +58,7 @@ class ClusterRegistry:
         *,
         pool_size: int = 32,
         credential_timeout: float = CREDENTIAL_TIMEOUT,
+        observer: CallObserver | None = None,
     ) -> ClusterRegistry:
         """The clusters of the config file, their kubeconfig paths resolved against its folder."""
         return cls(
@@ -66,6 +73,7 @@ class ClusterRegistry:
             ),
             pool_size=pool_size,
             credential_timeout=credential_timeout,
+            observer=observer,
         )
 
     @property
@@ -104,7 +112,13 @@ class ClusterRegistry:
         limit = self.credential_timeout
         if credential_timeout is not None:
             limit = min(limit, credential_timeout)
-        return connect(self.target(name), pool_size=pool_size, credential_timeout=limit, impersonate=impersonate)
+        return connect(
+            self.target(name),
+            pool_size=pool_size,
+            credential_timeout=limit,
+            impersonate=impersonate,
+            observer=self.observer,
+        )
 
     def close(self) -> None:
         self.connections.close()

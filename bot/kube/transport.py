@@ -10,12 +10,14 @@ import json
 import time
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from bot.kube.connecting import Connection
+from bot.kube.observing import CallObserver, CallOutcome, status_outcome
 
 UNAVAILABLE = "the server is currently unable to handle the request"
 NOT_FOUND = "the server could not find the requested resource"
@@ -104,12 +106,23 @@ class Transport:
     A retry whose pause would not leave time for the call before the deadline (or, without one, a
     Retry-After beyond MAX_PAUSE) is not made: the last error is raised, saying why it was not retried.
     Writes are never retried on an error or a dropped connection: they may have been applied.
+
+    Each attempt is told to `observer` (by default the connection's): the cluster, how it ended
+    (`CallOutcome`) and how long it took.
     """
 
-    def __init__(self, connection: Connection, *, call_timeout: float = 10.0, retries_on_429: int = 3) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        call_timeout: float = 10.0,
+        retries_on_429: int = 3,
+        observer: CallObserver | None = None,
+    ) -> None:
         self.connection = connection
         self.call_timeout = call_timeout
         self.retries_on_429 = retries_on_429
+        self.observer = observer if observer is not None else connection.observer
 
     def get(
         self,
@@ -191,6 +204,40 @@ class Transport:
         accept: str = JSON,
         content_types: list[str] | None = None,
     ) -> Any:
+        send = partial(
+            self._send,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+            accept=accept,
+            content_types=content_types,
+        )
+        if self.observer is None:
+            return send()
+        cluster, started = self.connection.target.name, time.monotonic()
+        try:
+            answer = send()
+        except CallError as e:
+            self.observer.call_observed(cluster, _outcome(e), time.monotonic() - started)
+            raise
+        self.observer.call_observed(cluster, CallOutcome.SUCCESS, time.monotonic() - started)
+        return answer
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | None,
+        accept: str = JSON,
+        content_types: list[str] | None = None,
+    ) -> Any:
         api = self.connection.api_client
         headers = {"Accept": accept}
         if body is not None:
@@ -249,6 +296,14 @@ class Transport:
             return json.loads(raw) if raw else None
         except ValueError:
             raise CallError(CallKind.STATUS, "the server sent a response that is not JSON", 200) from None
+
+
+def _outcome(error: CallError) -> CallOutcome:
+    if error.kind is CallKind.TIMEOUT:
+        return CallOutcome.TIMEOUT
+    if error.kind is CallKind.CONNECTION:
+        return CallOutcome.CONNECTION_ERROR
+    return status_outcome(error.status)
 
 
 def _too_long(pause: float, deadline: float | None) -> str | None:

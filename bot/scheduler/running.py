@@ -31,19 +31,20 @@ class Job:
     run_at_start: bool = False  # also once right away (start-up recovery work)
 
 
-def start(jobs: Iterable[Job] = ()) -> BackgroundScheduler:
+def start(jobs: Iterable[Job] = (), *, succeeded: Callable[[str], None] | None = None) -> BackgroundScheduler:
+    """Start the jobs; `succeeded(job id)` is called each time one ends without an error (metrics)."""
     scheduler = BackgroundScheduler(timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1})
     for job in jobs:
         first: dict[str, Any] = {"next_run_time": datetime.now(UTC)} if job.run_at_start else {}
-        scheduler.add_job(_said(job), job.trigger, id=job.id, name=job.id, replace_existing=True, **first)
+        scheduler.add_job(_said(job, succeeded), job.trigger, id=job.id, name=job.id, replace_existing=True, **first)
     scheduler.start()
     log.info("scheduler started with %d job(s)", len(scheduler.get_jobs()))
     return scheduler
 
 
-def _said(job: Job) -> Callable[[], Any]:
+def _said(job: Job, succeeded: Callable[[str], None] | None = None) -> Callable[[], Any]:
     """The job's function, saying one line per run (how long it took, or that it failed), with the
-    job's name on every line logged while it runs."""
+    job's name on every line logged while it runs, and telling `succeeded` when it did not fail."""
 
     def run() -> Any:
         with log_context(job=job.id):
@@ -54,6 +55,8 @@ def _said(job: Job) -> Callable[[], Any]:
                 log.exception("job %s failed after %.2fs", job.id, time.monotonic() - started)
                 raise
             log.info("job %s ran in %.2fs", job.id, time.monotonic() - started)
+            if succeeded is not None:
+                succeeded(job.id)
             return result
 
     return run

@@ -25,6 +25,7 @@ from bot.domain.values import is_value_resource
 from bot.errors import NsstuckError
 from bot.kube import reviewing
 from bot.kube.connecting import ClusterTarget, connect
+from bot.kube.observing import CallObserver
 from bot.kube.permissions import READS
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import CallError, CallKind, Transport
@@ -168,12 +169,17 @@ def expand(
 
 
 def check_cluster(
-    cluster: ClusterConfig, target: ClusterTarget, *, timeout: float = 10.0, credential_timeout: float = 15.0
+    cluster: ClusterConfig,
+    target: ClusterTarget,
+    *,
+    timeout: float = 10.0,
+    credential_timeout: float = 15.0,
+    observer: CallObserver | None = None,
 ) -> ClusterCheck:
     """Ask the cluster; never raises for what the cluster or its kubeconfig does wrong."""
     result = ClusterCheck(cluster=cluster.name, reachable=False)
     try:
-        connection = connect(target, pool_size=8, credential_timeout=credential_timeout)
+        connection = connect(target, pool_size=8, credential_timeout=credential_timeout, observer=observer)
     except NsstuckError as e:
         result.reason = str(e)
         return result
@@ -254,6 +260,7 @@ class ClusterChecks:
                     self.registry.target(ClusterName(name)),
                     timeout=self.timeout,
                     credential_timeout=self.registry.credential_timeout,
+                    observer=self.registry.observer,
                 )
                 for name in names
             ]

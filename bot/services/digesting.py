@@ -250,7 +250,9 @@ def compose(
     """Scan the digest's clusters, record what was diagnosed (incidents included), and compare with
     the previous digest. With `record_runs` false (a dry run) nothing is written."""
     when = scheduled_for or now
-    scans = scanner(_targets(config, clusters, digest), stuck_after=digest.stuck_after, now=now)
+    scans = scanner(
+        _targets(config, clusters, digest), stuck_after=digest.stuck_after, now=now, observer=clusters.observer
+    )
     with db.unit_of_work() as uow:
         before = uow.digests.previous(digest.key, when)
         previous = dict(before.summary or {}) if before is not None else None

@@ -32,6 +32,7 @@ class OpenIncident:
     since: datetime
     channel: str | None
     thread_ts: str | None
+    first_seen: datetime
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,8 @@ class FollowUp:
     unreachable: int = 0
 
 
-def open_incidents(db: Database) -> list[OpenIncident]:
-    """Every open incident, oldest first, as plain values."""
+def open_incidents(db: Database, cluster: str | None = None) -> list[OpenIncident]:
+    """Every open incident (of `cluster`, when given), oldest first, as plain values."""
     with db.unit_of_work() as uow:
         return [
             OpenIncident(
@@ -55,8 +56,9 @@ def open_incidents(db: Database) -> list[OpenIncident]:
                 since=i.terminating_since or i.first_seen_at,
                 channel=i.slack_channel,
                 thread_ts=i.slack_thread_ts,
+                first_seen=i.first_seen_at,
             )
-            for i in uow.incidents.open_incidents()
+            for i in uow.incidents.open_incidents(cluster)
         ]
 
 
@@ -82,15 +84,7 @@ def follow_up(
         diagnosis = result.diagnosis
         gone = diagnosis.namespace_uid != incident.namespace_uid  # deleted, or deleted and recreated
         if gone:
-            at = now()
-            with db.unit_of_work() as uow:
-                won = uow.incidents.resolve(incident.id, at)
-            if won:
-                resolved += 1
-                took = int((at - incident.since).total_seconds())
-                _note(notifier, incident, resolved_after=took)
-                with db.unit_of_work() as uow:
-                    uow.incidents.mark_resolution_posted(incident.id, now())
+            resolved += resolve_gone(db, incident, notifier=notifier, at=now())
             continue
         new_cause = diagnosis.cause.value if diagnosis.cause else None
         if new_cause != incident.cause:
@@ -101,6 +95,19 @@ def follow_up(
         with db.unit_of_work() as uow:
             uow.incidents.mark_checked(incident.id, now())
     return FollowUp(checked, resolved, changed, unreachable)
+
+
+def resolve_gone(db: Database, incident: OpenIncident, *, notifier: IncidentNotifier | None, at: datetime) -> bool:
+    """The incident's namespace is gone (or was recreated under a new UID): resolve it, once across
+    replicas (a conditional update), and tell its thread after how long. True for the caller that did."""
+    with db.unit_of_work() as uow:
+        won = uow.incidents.resolve(incident.id, at)
+    if not won:
+        return False
+    _note(notifier, incident, resolved_after=int((at - incident.since).total_seconds()))
+    with db.unit_of_work() as uow:
+        uow.incidents.mark_resolution_posted(incident.id, at)
+    return True
 
 
 def _note(

@@ -1,21 +1,55 @@
 """Prometheus metrics of the bot, in a registry of its own (no global state): counted by the use cases
-and the doors alike, served by `/metrics`."""
+and the doors alike, served by `/metrics`.
+
+Two kinds. Counters, gauges and histograms of what this process did (commands, diagnoses, calls to the
+clusters, posts, job runs): each replica has its own, and a query sums or maxes them across replicas.
+And `StoreMetrics`, computed from the database when `/metrics` is scraped (open incidents, the
+outbox's backlog, whether each watched cluster answers): every replica reports the same values, and a
+resolved incident is gone from the next scrape. Every label takes a bounded set of values: clusters of
+the config file, causes, outcomes, job names; namespaces only while they are stuck.
+"""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from bot import __version__
+from bot.errors import NsstuckError
+from bot.kube.observing import CallOutcome
+from bot.store.database import Database
+
+log = logging.getLogger(__name__)
+
+# what a call to a cluster's API server took: from a cached GET (milliseconds) to a timeout (10 s)
+CALL_BUCKETS = (0.005, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+# the outbox's attempts after which a run (a digest) is given up: the backlog counts only those still tried
+MAX_POST_ATTEMPTS = 20
+MAX_DIGEST_ATTEMPTS = 10
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, *, version: str = __version__) -> None:
         self.registry = CollectorRegistry()
+        self.build_info = Gauge(
+            "nsstuck_build_info", "Always 1; the version of nsstuck running", ["version"], registry=self.registry
+        )
+        self.build_info.labels(version=version).set(1)
         self.commands = Counter(
             "nsstuck_slash_commands_total", "Slash commands received, by kind", ["kind"], registry=self.registry
         )
         self.diagnoses = Counter(
-            "nsstuck_diagnoses_total", "Diagnoses run, by namespace state and cause", ["state", "cause"],
+            "nsstuck_diagnoses_total",
+            "Diagnoses run for a person or the watch, by namespace state and cause (state error: failed)",
+            ["state", "cause"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.diagnosis_seconds = Histogram(
             "nsstuck_diagnosis_seconds", "Time to collect and diagnose a namespace", registry=self.registry,
             buckets=(0.25, 0.5, 1, 2, 5, 10, 20, 60),
@@ -35,6 +69,139 @@ class Metrics:
         self.socket_connected = Gauge(
             "nsstuck_socket_mode_connected", "1 when the Socket Mode connection is up", registry=self.registry
         )
+        self.kube_requests = Counter(
+            "nsstuck_kube_requests_total",
+            "Requests sent to a cluster's API server (each attempt), by cluster and outcome",
+            ["cluster", "outcome"],
+            registry=self.registry,
+        )
+        self.kube_request_seconds = Histogram(
+            "nsstuck_kube_request_duration_seconds",
+            "Time a request to a cluster's API server took, by cluster and outcome",
+            ["cluster", "outcome"],
+            registry=self.registry,
+            buckets=CALL_BUCKETS,
+        )
+        self.remediations = Counter(
+            "nsstuck_remediations_total",
+            "Remediation requests that ended, by result (applied, failed, stale, rejected, expired)",
+            ["result"],
+            registry=self.registry,
+        )
+        self.verifications = Counter(
+            "nsstuck_remediation_verifications_total",
+            "How namespaces fared after an applied change, by result (gone, still_terminating, unknown)",
+            ["result"],
+            registry=self.registry,
+        )
+        self.watch_rounds = Counter(
+            "nsstuck_watch_rounds_total",
+            "Rounds of the watch this replica made on a cluster, by outcome (listed, unreachable)",
+            ["cluster", "outcome"],
+            registry=self.registry,
+        )
+        # labelled scheduled_job, not job: Prometheus gives every scraped series a `job` label of its own
+        self.job_last_success = Gauge(
+            "nsstuck_job_last_success_timestamp_seconds",
+            "When each scheduled job last ended without an error (Unix time), by scheduled job",
+            ["scheduled_job"],
+            registry=self.registry,
+        )
+
+    def call_observed(self, cluster: str, outcome: CallOutcome, seconds: float) -> None:
+        """A CallObserver (bot.kube.observing): every request to a cluster, counted and timed."""
+        self.kube_requests.labels(cluster=cluster, outcome=outcome.value).inc()
+        self.kube_request_seconds.labels(cluster=cluster, outcome=outcome.value).observe(seconds)
+
+    def job_succeeded(self, job: str) -> None:
+        self.job_last_success.labels(scheduled_job=job).set(time.time())
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class StoreMetrics(Collector):
+    """The metrics computed from the database at each scrape, the same on every replica."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Callable[[], datetime],
+        registered: Callable[[str], bool],
+        watched: Sequence[str],
+    ) -> None:
+        """`clock`: how long a namespace has been Terminating is measured against it. `registered`:
+        incidents of clusters no longer in the config are left out (nothing follows them any more).
+        `watched`: the clusters whose reachability the watch keeps."""
+        self.db = db
+        self.clock = clock
+        self.registered = registered
+        self.watched = tuple(watched)
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # nothing to check at registration, and no query then
+
+    def collect(self) -> Iterable[Metric]:
+        up = GaugeMetricFamily(
+            "nsstuck_database_up", "1 when the metrics computed from the database could be read at this scrape"
+        )
+        try:
+            families = self._families()
+        except NsstuckError as e:  # the database is down: the scrape still answers, without these
+            log.warning("metrics from the database are missing from this scrape: %s", e)
+            up.add_metric([], 0)
+            return [up]
+        up.add_metric([], 1)
+        return [up, *families]
+
+    def _families(self) -> list[Metric]:
+        now = self.clock()
+        with self.db.unit_of_work() as uow:
+            incidents = [i for i in uow.incidents.open_incidents() if self.registered(i.cluster)]
+            reports = uow.diagnoses.backlog(max_attempts=MAX_POST_ATTEMPTS)
+            digests = uow.digests.backlog(max_attempts=MAX_DIGEST_ATTEMPTS)
+            states = {c.cluster: c for c in uow.watch.clusters()}
+        terminating = GaugeMetricFamily(
+            "nsstuck_namespace_terminating_seconds",
+            "How long each namespace with an open incident has been Terminating, by cluster, namespace and cause",
+            labels=["cluster", "namespace", "cause"],
+        )
+        stuck = GaugeMetricFamily(
+            "nsstuck_stuck_namespaces",
+            "Namespaces with an open incident (Terminating, diagnosed and not yet gone), by cluster and cause",
+            labels=["cluster", "cause"],
+        )
+        counts: dict[tuple[str, str], int] = {}
+        for incident in incidents:
+            cause = incident.cause or "none"
+            since = incident.terminating_since or incident.first_seen_at
+            seconds = max(0.0, (now - since).total_seconds())
+            terminating.add_metric([incident.cluster, incident.namespace, cause], seconds)
+            counts[(incident.cluster, cause)] = counts.get((incident.cluster, cause), 0) + 1
+        for (cluster, cause), count in sorted(counts.items()):
+            stuck.add_metric([cluster, cause], count)
+        backlog = GaugeMetricFamily(
+            "nsstuck_outbox_backlog",
+            "Reports and digests recorded but not posted to Slack yet, still being retried, by kind",
+            labels=["kind"],
+        )
+        oldest = GaugeMetricFamily(
+            "nsstuck_outbox_oldest_seconds",
+            "Age of the oldest report or digest waiting to be posted (0 when none waits), by kind",
+            labels=["kind"],
+        )
+        for kind, (count, first) in (("reports", reports), ("digests", digests)):
+            backlog.add_metric([kind], count)
+            # the rows' times are the wall clock's (the database's own), not `clock`
+            oldest.add_metric([kind], max(0.0, (datetime.now(UTC) - first).total_seconds()) if first else 0.0)
+        reachable = GaugeMetricFamily(
+            "nsstuck_watched_cluster_reachable",
+            "1 when the watch's last round reached the cluster, 0 when it did not (watched clusters only)",
+            labels=["cluster"],
+        )
+        for cluster in self.watched:
+            state = states.get(cluster)
+            if state is not None:
+                reachable.add_metric([cluster], 1 if state.reachable else 0)
+        return [terminating, stuck, backlog, oldest, reachable]

@@ -98,5 +98,15 @@ class DigestPublisher(Protocol):
     def post_digest(self, digest: Digest) -> str | None: ...
 
 
-class ClockNotifier(IncidentNotifier, DigestPublisher, Protocol):
-    """What the scheduled jobs tell people: follow-ups in incident threads, and digests."""
+class ClusterNotifier(Protocol):
+    """The watch tells a watched cluster's channel when the cluster stops answering, and when it is back
+    (once each, not every round)."""
+
+    def cluster_unreachable(self, channel: str, *, cluster: str, reason: str) -> None: ...
+
+    def cluster_back(self, channel: str, *, cluster: str, after_seconds: int) -> None: ...
+
+
+class ClockNotifier(IncidentNotifier, ClusterNotifier, DigestPublisher, Protocol):
+    """What the scheduled jobs tell people: follow-ups in incident threads, digests, and the watch's
+    word on its clusters (its verdicts go through the outbox)."""

@@ -31,8 +31,8 @@ log = logging.getLogger(__name__)
 
 
 class Outbox:
-    def __init__(self, db: Database, publisher: RunPublisher, *, remediable: Callable[[str], bool]) -> None:
-        """`remediable(cluster)`: whether its reports carry Request buttons."""
+    def __init__(self, db: Database, publisher: RunPublisher, *, remediable: Callable[[str, str], bool]) -> None:
+        """`remediable(cluster, channel)`: whether its reports carry Request buttons in that channel."""
         self.db = db
         self.publisher = publisher
         self.remediable = remediable
@@ -75,8 +75,12 @@ class Outbox:
             if thread is None:
                 if posted is None:
                     raise LookupError("the verdict's post came back without a ts to start the thread with")
-                _, thread = attach_thread(self.db, pending.incident_id, pending.channel, posted)
-            wait = attempt.report(thread, remediable=self.remediable(pending.diagnosis.cluster))
+                channel, thread = attach_thread(self.db, pending.incident_id, pending.channel, posted)
+                if channel != pending.channel:
+                    # the incident lives in another channel's thread (asked there first): this channel's
+                    # report goes under the verdict just posted here, not under a ts of another channel
+                    thread = posted
+            wait = attempt.report(thread, remediable=self.remediable(pending.diagnosis.cluster, pending.channel))
         wait()
 
     def _incident_lock(self, incident_id: int) -> threading.Lock:

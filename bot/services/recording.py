@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bot.domain.findings import Diagnosis, NamespaceState
 from bot.domain.snapshot_codec import compress_snapshot
 from bot.services.diagnosing import DiagnosisResult
-from bot.store.database import Database
+from bot.store.database import Database, UnitOfWork
+from bot.store.records import IncidentRecord
 
 
 @dataclass(frozen=True)
@@ -24,40 +26,80 @@ def record(
     db: Database, result: DiagnosisResult, *, trigger: str, requested_by: str, post_channel: str | None = None
 ) -> Recorded:
     """Commit the run (and its incident, for a terminating namespace) before anything is posted."""
-    diagnosis = result.diagnosis
     # encoded before the transaction: the database (SQLite's one writer) is not held while the CPU works
-    report, snapshot = diagnosis.to_json(), compress_snapshot(result.snapshot)
+    encoded = result.diagnosis.to_json(), compress_snapshot(result.snapshot)
     with db.unit_of_work() as uow:
-        incident = None
-        if diagnosis.state is NamespaceState.TERMINATING and diagnosis.namespace_uid:
-            incident = uow.incidents.open_for(
-                cluster=diagnosis.cluster,
-                namespace=diagnosis.namespace,
-                namespace_uid=diagnosis.namespace_uid,
-                terminating_since=diagnosis.deletion_timestamp,
-                cause=diagnosis.cause.value if diagnosis.cause else None,
-            )
-        run_id = uow.diagnoses.record(
-            incident_id=incident.id if incident else None,
-            cluster=diagnosis.cluster,
-            namespace=diagnosis.namespace,
-            trigger=trigger,
-            requested_by=requested_by,
-            started_at=diagnosis.observed_at,
-            duration_ms=result.duration_ms,
-            state=diagnosis.state.value,
-            cause=diagnosis.cause.value if diagnosis.cause else None,
-            complete=diagnosis.complete,
-            report=report,
-            snapshot=snapshot,
-            post_channel=post_channel,
+        incident = _incident(uow, result.diagnosis)
+        return _run(
+            uow, result, incident, encoded, trigger=trigger, requested_by=requested_by, post_channel=post_channel
         )
-        return Recorded(
-            run_id=run_id,
-            incident_id=incident.id if incident else None,
-            slack_channel=incident.slack_channel if incident else None,
-            slack_thread_ts=incident.slack_thread_ts if incident else None,
+
+
+def record_unasked(
+    db: Database, result: DiagnosisResult, *, requested_by: str, post_channel: str, at: datetime
+) -> Recorded | None:
+    """The watch's run of a terminating namespace, to be posted to `post_channel`, committed with the
+    mark that its incident's verdict was posted unasked; None (nothing recorded) when that mark was
+    made already, by this replica or another, or the namespace is not terminating."""
+    diagnosis = result.diagnosis
+    if diagnosis.state is not NamespaceState.TERMINATING or not diagnosis.namespace_uid:
+        return None
+    encoded = diagnosis.to_json(), compress_snapshot(result.snapshot)
+    with db.unit_of_work() as uow:
+        incident = _incident(uow, diagnosis)
+        if incident is None or not uow.incidents.claim_watch_post(incident.id, at):
+            return None
+        return _run(
+            uow, result, incident, encoded, trigger="schedule", requested_by=requested_by, post_channel=post_channel
         )
+
+
+def _incident(uow: UnitOfWork, diagnosis: Diagnosis) -> IncidentRecord | None:
+    """The incident of a terminating namespace (opened if need be), None for any other."""
+    if diagnosis.state is not NamespaceState.TERMINATING or not diagnosis.namespace_uid:
+        return None
+    return uow.incidents.open_for(
+        cluster=diagnosis.cluster,
+        namespace=diagnosis.namespace,
+        namespace_uid=diagnosis.namespace_uid,
+        terminating_since=diagnosis.deletion_timestamp,
+        cause=diagnosis.cause.value if diagnosis.cause else None,
+    )
+
+
+def _run(
+    uow: UnitOfWork,
+    result: DiagnosisResult,
+    incident: IncidentRecord | None,
+    encoded: tuple[dict[str, Any], bytes],
+    *,
+    trigger: str,
+    requested_by: str,
+    post_channel: str | None,
+) -> Recorded:
+    diagnosis = result.diagnosis
+    report, snapshot = encoded
+    run_id = uow.diagnoses.record(
+        incident_id=incident.id if incident else None,
+        cluster=diagnosis.cluster,
+        namespace=diagnosis.namespace,
+        trigger=trigger,
+        requested_by=requested_by,
+        started_at=diagnosis.observed_at,
+        duration_ms=result.duration_ms,
+        state=diagnosis.state.value,
+        cause=diagnosis.cause.value if diagnosis.cause else None,
+        complete=diagnosis.complete,
+        report=report,
+        snapshot=snapshot,
+        post_channel=post_channel,
+    )
+    return Recorded(
+        run_id=run_id,
+        incident_id=incident.id if incident else None,
+        slack_channel=incident.slack_channel if incident else None,
+        slack_thread_ts=incident.slack_thread_ts if incident else None,
+    )
 
 
 def attach_thread(db: Database, incident_id: int, channel: str, thread_ts: str) -> tuple[str, str]:

@@ -34,6 +34,7 @@ from bot.remediation.requests import (
     set_message,
 )
 from bot.services.health import pool_problems
+from bot.services.metrics import Metrics
 from bot.services.notifying import RemediationNotifier
 from bot.services.recording import current_thread, incident_namespace_uid, run_cluster
 from bot.settings import AppConfig, Settings
@@ -46,10 +47,14 @@ log = logging.getLogger(__name__)
 EXECUTION_WORKERS = 4
 
 
-def remediation_open(config: AppConfig, cluster: str) -> bool:
-    """Whether remediation can be requested on this cluster (its reports carry Request buttons)."""
+def remediation_open(config: AppConfig, cluster: str, channel: str | None = None) -> bool:
+    """Whether remediation can be requested on this cluster (its reports carry Request buttons), from
+    `channel` when one is given: a report the watch posts to a channel the cluster's `channels` do not
+    allow gets none, since a click there would be refused."""
     found = config.cluster(cluster)
-    return found is not None and policy.remediation_off(found) is None
+    if found is None or policy.remediation_off(found) is not None:
+        return False
+    return channel is None or found.allows(channel)
 
 
 class Remediation:
@@ -63,8 +68,10 @@ class Remediation:
         notifier: RemediationNotifier,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         people: PeopleDirectory | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.db = db
+        self.metrics = metrics
         self.config = config
         self.settings = settings
         self.notifier = notifier
@@ -216,6 +223,7 @@ class Remediation:
         self.notifier.request_changed(vote.view)
         if vote.kind is VoteKind.REJECTED:
             assert vote.entry is not None
+            self._count(vote.view.status.value)
             self.notifier.request_rejected(vote.view, by=user, entry=vote.entry)
         elif vote.kind is VoteKind.EXECUTE and vote.execution_id is not None:
             self.executions.submit(carrying(self.execute), request_id, vote.execution_id)
@@ -242,6 +250,7 @@ class Remediation:
                 outcome.view.status.value,
                 f" ({outcome.view.status_reason})" if outcome.view.status_reason else "",
             )
+            self._count(outcome.view.status.value)
             self.notifier.outcome(outcome)
 
     # -- chores (the scheduler calls this) ---------------------------------------------------
@@ -249,8 +258,17 @@ class Remediation:
     def chores(self) -> None:
         """Expire overdue requests, reconcile executions whose executor died, follow applied ones."""
         for view, entry in expire_due(self.db, self.clock()):
+            self._count(view.status.value)
             self.notifier.request_expired(view, entry=entry)
         for outcome in self.executor.reconcile():
+            self._count(outcome.view.status.value)
             self.notifier.outcome(outcome)
         for outcome in self.executor.follow(lambda view: incident_namespace_uid(self.db, view.incident_id)):
+            if self.metrics is not None:
+                self.metrics.verifications.labels(result=outcome.view.verification or "unknown").inc()
             self.notifier.verified(outcome)
+
+    def _count(self, result: str) -> None:
+        """A request ended (applied, failed, stale, rejected, expired): nsstuck_remediations_total."""
+        if self.metrics is not None:
+            self.metrics.remediations.labels(result=result).inc()

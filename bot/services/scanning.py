@@ -24,6 +24,7 @@ from bot.domain.refs import ClusterName, KubeObject, deletion_time, meta
 from bot.errors import ClusterUnreachableError, UserError
 from bot.kube.collecting import CollectOptions, Collector, list_namespaces
 from bot.kube.connecting import ClusterTarget, connect
+from bot.kube.observing import CallObserver
 from bot.kube.transport import Transport
 from bot.services.diagnosing import DiagnosisResult
 
@@ -62,17 +63,22 @@ def _unreachable(cluster: ClusterName, error: str) -> ClusterScan:
 
 
 def scan_cluster(
-    target: ClusterTarget, *, stuck_after: timedelta, now: datetime, options: CollectOptions | None = None
+    target: ClusterTarget,
+    *,
+    stuck_after: timedelta,
+    now: datetime,
+    options: CollectOptions | None = None,
+    observer: CallObserver | None = None,
 ) -> ClusterScan:
     """One cluster. Namespaces whose deletion is at least `stuck_after` old at `now` are diagnosed
     (with `options`, by default SCAN_OPTIONS).
 
     Raises nothing the cluster can cause: an unreachable or unauthorized cluster, or a kubeconfig
-    that cannot work, gives `reachable=False` with the reason.
+    that cannot work, gives `reachable=False` with the reason. Its calls are told to `observer`.
     """
     options = options or SCAN_OPTIONS
     try:
-        connection = connect(target, pool_size=options.workers)
+        connection = connect(target, pool_size=options.workers, observer=observer)
     except UserError as e:
         return _unreachable(target.name, str(e))
     try:
@@ -147,10 +153,15 @@ def _still_terminating(namespace_object: KubeObject | None, uid: str) -> bool:
 
 
 def _scan_one(
-    target: ClusterTarget, *, stuck_after: timedelta, now: datetime, options: CollectOptions | None
+    target: ClusterTarget,
+    *,
+    stuck_after: timedelta,
+    now: datetime,
+    options: CollectOptions | None,
+    observer: CallObserver | None = None,
 ) -> ClusterScan:
     try:
-        return scan_cluster(target, stuck_after=stuck_after, now=now, options=options)
+        return scan_cluster(target, stuck_after=stuck_after, now=now, options=options, observer=observer)
     except Exception as e:  # the edge of one cluster's scan: the other clusters still get theirs
         log.exception("scanning cluster %s failed", target.name)
         return _unreachable(target.name, f"the scan failed (internal error: {type(e).__name__})")
@@ -163,6 +174,7 @@ def scan(
     now: datetime,
     parallel_clusters: int = 8,
     options: CollectOptions | None = None,
+    observer: CallObserver | None = None,
 ) -> list[ClusterScan]:
     """Every target, at most `parallel_clusters` at a time; the scans in the order of the targets.
 
@@ -173,7 +185,7 @@ def scan(
     """
     if not targets:
         return []
-    one = partial(_scan_one, stuck_after=stuck_after, now=now, options=options)
+    one = partial(_scan_one, stuck_after=stuck_after, now=now, options=options, observer=observer)
     workers = max(1, min(parallel_clusters, len(targets)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-scan") as pool:
         return list(pool.map(one, targets))
@@ -186,6 +198,7 @@ def scan_iter(
     now: datetime,
     parallel_clusters: int = 8,
     options: CollectOptions | None = None,
+    observer: CallObserver | None = None,
 ) -> Iterator[ClusterScan]:
     """`scan`, handed over one cluster at a time, in the order of the targets, as soon as it is done.
 
@@ -196,7 +209,7 @@ def scan_iter(
     """
     if not targets:
         return
-    one = partial(_scan_one, stuck_after=stuck_after, now=now, options=options)
+    one = partial(_scan_one, stuck_after=stuck_after, now=now, options=options, observer=observer)
     workers = max(1, min(parallel_clusters, len(targets)))
     queue = iter(targets)
     pending: deque[Future[ClusterScan]] = deque()

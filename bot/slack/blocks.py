@@ -76,8 +76,9 @@ def where(diagnosis: Diagnosis) -> str:
     return f"*{escape(diagnosis.cluster)}* / *{escape(diagnosis.namespace)}*"
 
 
-def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None) -> Message:
-    """The short message in the channel: state, cause, how long it has been terminating."""
+def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: bool = False) -> Message:
+    """The short message in the channel: state, cause, how long it has been terminating; who asked, or
+    (`unasked`) that the watch found it."""
     place = where(diagnosis)
     plain = f"{diagnosis.cluster}/{diagnosis.namespace}"
     if diagnosis.state is NamespaceState.NOT_FOUND:
@@ -100,6 +101,8 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None) -> Message
     notes = []
     if requested_by:
         notes.append(f"asked by <@{escape(requested_by)}>")
+    if unasked:
+        notes.append("found by nsstuck's watch, unasked")
     if not diagnosis.complete:
         notes.append(":warning: incomplete evidence")
     if diagnosis.findings:

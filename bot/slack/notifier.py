@@ -29,13 +29,14 @@ from bot.services.metrics import Metrics
 from bot.services.notifying import Thread
 from bot.services.recording import PendingPost
 from bot.services.reporting import human_seconds, render_text
+from bot.services.watching import WATCHER
 from bot.settings import AppConfig, Settings
 from bot.slack import blocks
 from bot.slack.digest_posting import post_digest
 from bot.slack.pacing import ChannelPacer, RateLimited, Transient
 from bot.slack.posting import Backlog, Post, Poster, message_key, pace_error, retry_after
 from bot.slack.remediation_blocks import audit_mark, outcome_text, request_message, verification_text
-from bot.slack.text import escape
+from bot.slack.text import clip, escape
 from bot.store.audit import Appended
 from bot.store.database import Database
 
@@ -219,6 +220,23 @@ class SlackNotifier:
         text = f":arrows_counterclockwise: The cause changed: `{before}` → `{after}`"
         self.thread_note(thread.channel, thread.ts, text + (f": {summary}" if summary else ""))
 
+    # -- the watch's clusters (ClusterNotifier) --------------------------------------------------
+
+    def cluster_unreachable(self, channel: str, *, cluster: str, reason: str) -> None:
+        # the reason is the cluster's (or its kubeconfig's) own words, scrubbed of credentials by bot.kube
+        text = (
+            f":warning: nsstuck cannot reach cluster `{escape(cluster)}`: {escape(clip(reason, 300))}\n"
+            "Its namespaces are not watched until it answers again; that will be said here."
+        )
+        self.post_kept(channel, blocks.ephemeral(text))
+
+    def cluster_back(self, channel: str, *, cluster: str, after_seconds: int) -> None:
+        text = (
+            f":white_check_mark: nsstuck reaches cluster `{escape(cluster)}` again, after "
+            f"{human_seconds(after_seconds)} without an answer; its namespaces are watched again."
+        )
+        self.post_kept(channel, blocks.ephemeral(text))
+
     # -- remediation (RemediationNotifier) -------------------------------------------------------
 
     def request_filed(self, view: RequestView, *, thread_ts: str | None, posted: Callable[[str], None]) -> None:
@@ -305,7 +323,10 @@ class _RunAttempt:
         return self.slack.send(post)
 
     def verdict(self, thread_ts: str | None) -> str | None:
-        message = blocks.verdict(self.run.diagnosis, requested_by=self.run.requested_by)
+        unasked = self.run.requested_by == WATCHER
+        message = blocks.verdict(
+            self.run.diagnosis, requested_by=None if unasked else self.run.requested_by, unasked=unasked
+        )
         ts = self._send(message, thread_ts, 0).result().get("ts")
         return str(ts) if ts else None
 

@@ -29,6 +29,7 @@ from bot.store.history import HistoryRepository
 from bot.store.remediation import RequestRepository
 from bot.store.replays import SeenRequestRepository
 from bot.store.repositories import DiagnosisRepository, IncidentRepository
+from bot.store.watch import WatchRepository
 
 # query parameters that carry a secret (libpq reads `password` and `sslpassword` from the URL too)
 _SECRET_PARAMETER = re.compile(r"pass|secret|token", re.IGNORECASE)
@@ -144,6 +145,7 @@ class UnitOfWork:
         self.digests = DigestRunRepository(session)
         self.seen_requests = SeenRequestRepository(session)
         self.history = HistoryRepository(session)
+        self.watch = WatchRepository(session)
 
     def flush(self) -> None:
         self.session.flush()

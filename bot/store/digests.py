@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from bot.store import dialect
@@ -98,6 +98,14 @@ class DigestRunRepository:
             .limit(limit)
         )
         return list(self._session.scalars(query))
+
+    def backlog(self, *, max_attempts: int = 10) -> tuple[int, datetime | None]:
+        """Built digests not posted yet that are still tried: how many, and when the oldest was claimed."""
+        query = select(func.count(), func.min(DigestRun.claimed_at)).where(
+            DigestRun.status.in_(("built", "post_failed")), DigestRun.post_attempts < max_attempts
+        )
+        count, oldest = self._session.execute(query).one()
+        return int(count or 0), oldest
 
     def for_key(self, key: str) -> list[DigestRunRecord]:
         query = select(DigestRun).where(DigestRun.digest_key == key).order_by(DigestRun.scheduled_for, DigestRun.id)

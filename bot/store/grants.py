@@ -47,6 +47,8 @@ RUNTIME_PRIVILEGES: Mapping[str, frozenset[str]] = {
     "audit_head": frozenset({SELECT, UPDATE}),  # its one row moves on with each entry
     "digest_runs": frozenset({SELECT, INSERT, UPDATE}),
     "seen_requests": frozenset({SELECT, INSERT, DELETE}),  # signatures past the replay window go
+    "watch_rounds": frozenset({SELECT, INSERT, UPDATE, DELETE}),  # claimed, finished, pruned after a day
+    "watched_clusters": frozenset({SELECT, INSERT, UPDATE}),  # whether each watched cluster answers
 }
 
 ROLES_SECTION = "docs/database-roles.md"

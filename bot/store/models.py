@@ -80,6 +80,8 @@ class Incident(Base):
     resolution_posted_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    # the watch posted its verdict unasked: set once, by a conditional update, so that one replica does
+    watch_posted_at: Mapped[datetime | None]
 
     diagnoses: Mapped[list[DiagnosisRun]] = relationship(
         back_populates="incident", order_by="DiagnosisRun.started_at", passive_deletes="all"
@@ -309,3 +311,37 @@ class SeenRequest(Base):
     signature: Mapped[str] = mapped_column(String(80), primary_key=True)
     request_ts: Mapped[int] = mapped_column(BigInteger)  # X-Slack-Request-Timestamp, epoch seconds
     seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WatchRound(Base):
+    """One round of the watch on one cluster: claimed by inserting its (cluster, round) row, so that
+    exactly one replica lists the cluster's namespaces per round. Kept a day, for looking back."""
+
+    __tablename__ = "watch_rounds"
+    __table_args__ = (
+        UniqueConstraint("cluster", "round_start"),
+        Index(None, "round_start"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    cluster: Mapped[str] = mapped_column(String(63))
+    round_start: Mapped[datetime]
+    claimed_by: Mapped[str] = mapped_column(String(100))
+    claimed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+    # "listed" (with `namespaces`), or "unreachable"
+    outcome: Mapped[str | None] = mapped_column(String(16))
+    namespaces: Mapped[int | None] = mapped_column(Integer)
+
+
+class WatchedCluster(Base):
+    """Whether a watched cluster answered at its last round, and since when: a change is made by a
+    conditional update, so that it is said once however many replicas watch."""
+
+    __tablename__ = "watched_clusters"
+
+    cluster: Mapped[str] = mapped_column(String(63), primary_key=True)
+    reachable: Mapped[bool]
+    changed_at: Mapped[datetime]
+    checked_at: Mapped[datetime]
+    reason: Mapped[str | None] = mapped_column(String(500))

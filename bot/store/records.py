@@ -36,6 +36,7 @@ class IncidentRecord:
     resolution_posted_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    watch_posted_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -125,3 +126,24 @@ class DigestRunRecord:
     summary: dict[str, Any] | None
     message: dict[str, Any] | None
     error: str | None
+
+
+@dataclass(frozen=True)
+class WatchRoundRecord:
+    id: int
+    cluster: str
+    round_start: datetime
+    claimed_by: str
+    claimed_at: datetime
+    finished_at: datetime | None
+    outcome: str | None
+    namespaces: int | None
+
+
+@dataclass(frozen=True)
+class WatchedClusterRecord:
+    cluster: str
+    reachable: bool
+    changed_at: datetime
+    checked_at: datetime
+    reason: str | None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from bot.domain.statuses import IncidentStatus
@@ -80,6 +80,33 @@ class IncidentRepository:
         self._session.refresh(incident)
         return str(incident.slack_channel), str(incident.slack_thread_ts)
 
+    def claim_watch_post(self, incident_id: int, at: datetime) -> bool:
+        """The watch posts this open incident's verdict unasked, once: True only for the caller whose
+        update marked it."""
+        result = self._session.execute(
+            update(Incident)
+            .where(
+                Incident.id == incident_id,
+                Incident.status == IncidentStatus.OPEN,
+                Incident.watch_posted_at.is_(None),
+            )
+            .values(watch_posted_at=at)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def not_for_the_watch(self, cluster: str, namespace_uids: Iterable[str]) -> set[str]:
+        """Of these namespace UIDs of the cluster, those the watch has nothing to post for: its verdict was
+        posted already, or the incident is resolved (it stays so: `open_for` never reopens one)."""
+        uids = list(namespace_uids)
+        if not uids:
+            return set()
+        query = select(Incident.namespace_uid).where(
+            Incident.cluster == cluster,
+            Incident.namespace_uid.in_(uids),
+            Incident.watch_posted_at.is_not(None) | (Incident.status != IncidentStatus.OPEN),
+        )
+        return set(self._session.scalars(query))
+
     def mark_checked(self, incident_id: int, at: datetime) -> None:
         """The follow-up looked at the incident's namespace at `at`."""
         self._session.execute(update(Incident).where(Incident.id == incident_id).values(last_checked_at=at))
@@ -128,6 +155,16 @@ class DiagnosisRepository:
             .limit(limit)
         )
         return self._session.scalars(query).all()
+
+    def backlog(self, *, max_attempts: int) -> tuple[int, datetime | None]:
+        """Runs waiting to be posted that the outbox still tries: how many, and when the oldest was made."""
+        query = select(func.count(), func.min(DiagnosisRun.created_at)).where(
+            DiagnosisRun.posted_at.is_(None),
+            DiagnosisRun.post_channel.is_not(None),
+            DiagnosisRun.post_attempts < max_attempts,
+        )
+        count, oldest = self._session.execute(query).one()
+        return int(count or 0), oldest
 
     def prune_snapshots(self, older_than: datetime) -> int:
         """Drop the stored snapshots of runs started before `older_than`; the runs and reports stay."""

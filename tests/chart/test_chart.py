@@ -71,6 +71,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "kubeconfigs": [{"name": "remote", "content": "apiVersion: v1\nkind: Config\n"}],
         "ingress": {"enabled": True, "className": "nginx", "tlsSecretName": "tls"},
         "serviceMonitor": {"enabled": True},
+        "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"}, "namespaceStuckSeconds": 7200},
         "env": {"NSSTUCK_FOLLOW_UP_SECONDS": 60},
         "serviceAccount": {"annotations": {"example.com/role": "nsstuck"}},
         "imagePullSecrets": [{"name": "registry"}],

@@ -97,6 +97,23 @@ def test_relative_kubeconfig_is_relative_to_the_config_file(tmp_path: Path, kube
     assert load_config(path).require_cluster("a").kubeconfig == Path("kubeconfig")
 
 
+def test_a_watched_cluster_speaks_in_its_watch_channel_or_its_first_channel(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        clusters:
+          - {name: a, in_cluster: true, channels: [C0AAAAAAA, C0BBBBBBB], watch: {}}
+          - {name: b, in_cluster: true, watch: {after: 1h30m, channel: C0CCCCCCC}}
+          - {name: c, in_cluster: true, channels: [C0AAAAAAA]}
+        """,
+    )
+    config = load_config(path)
+    a, b, c = config.clusters
+    assert (a.watch_channel, a.watch and a.watch.after) == ("C0AAAAAAA", timedelta(minutes=15))
+    assert (b.watch_channel, b.watch and b.watch.after) == ("C0CCCCCCC", timedelta(hours=1, minutes=30))
+    assert (c.watch, c.watch_channel) == (None, None)
+
+
 def test_unknown_cluster_suggests_the_closest_name(tmp_path: Path) -> None:
     path = write(
         tmp_path,
@@ -179,6 +196,27 @@ BAD_CONFIGS = {
         "clusters:\n  - name: prod\n    in_cluster: true\n    kubeconfig: /tmp/k\n",
         "set either kubeconfig or in_cluster: true, not both",
     ),
+    "watch misspelt": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    channels: [C0123ABCD]\n    watch: {afetr: 15m}\n",
+        "clusters[0].watch.afetr (line 5): unknown key (did you mean after?)",
+    ),
+    "watch after not a duration": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    channels: [C0123ABCD]\n    watch: {after: soon}\n",
+        "clusters[0].watch.after (line 5): 'soon' is not a duration",
+    ),
+    "watch after too short": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    channels: [C0123ABCD]\n    watch: {after: 20s}\n",
+        "clusters[0].watch.after (line 5): 20s is too short: at least 1m",
+    ),
+    "watch channel not a channel": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    watch: {channel: '#ops'}\n",
+        "clusters[0].watch.channel (line 4): '#ops' is not a Slack channel ID",
+    ),
+    "watched cluster without a channel": (
+        "clusters:\n  - name: prod\n    in_cluster: true\n    watch: {after: 15m}\n",
+        "clusters[0].watch (line 4): a watched cluster needs a channel to speak in: set watch.channel, or give "
+        "the cluster channels:",
+    ),
     "invalid YAML": ("clusters: [\n", "invalid YAML"),
     "not a mapping": ("- a\n- b\n", "the top level must be a mapping"),
 }
@@ -205,6 +243,7 @@ def test_bad_config_raises_config_error_naming_file_and_key(tmp_path: Path, case
         "malformed cron",
         "unreadable kubeconfig path",
         "allow_external_users not a boolean",
+        "watched cluster without a channel",
     ],
 )
 def test_bad_config_stops_the_program_with_exit_2_and_one_line(tmp_path: Path, case: str) -> None:
@@ -262,6 +301,10 @@ def test_settings_defaults_follow_the_contract(monkeypatch: pytest.MonkeyPatch) 
     assert settings.config_path == Path("config/nsstuck.yaml")
     assert settings.slack_api_url == "https://slack.com/api/"
     assert settings.http_port == 3000
+    assert settings.watch_seconds == 60
+    assert load_settings({"NSSTUCK_WATCH_SECONDS": "2.5"}).watch_seconds == 2.5
+    with pytest.raises(ConfigError, match="NSSTUCK_WATCH_SECONDS"):
+        load_settings({"NSSTUCK_WATCH_SECONDS": "0"})
     assert load_settings({"NSSTUCK_SLACK_API_URL": "http://127.0.0.1:9/api"}).slack_api_url.endswith("/api/")
 
 

@@ -1,6 +1,6 @@
 """The scheduler's job list is built from the use cases and a notifier, without the Slack door: in a
 fresh interpreter that never imports `bot.slack`, every job is built with its interval and run once,
-and what the jobs have to say reaches the notifier it was given (issue 17)."""
+and what the jobs have to say reaches the notifier it was given (issue 17; the watch, issue 25)."""
 
 from __future__ import annotations
 
@@ -28,13 +28,19 @@ from bot.store.database import Database
 work = Path(sys.argv[1])
 url = f"sqlite:///{work / 'jobs.db'}"
 migrating.upgrade(url)
+(work / "gone.kubeconfig").write_text(
+    "apiVersion: v1\nkind: Config\ncurrent-context: gone\n"
+    "clusters: [{name: gone, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+    "users: [{name: u, user: {token: t}}]\n"
+    "contexts: [{name: gone, context: {cluster: gone, user: u}}]\n"
+)
 (work / "nsstuck.yaml").write_text(
-    "clusters: []\n"
+    "clusters:\n  - {name: gone, kubeconfig: gone.kubeconfig, watch: {after: 15m, channel: C0123ABCD}}\n"
     "digests:\n  - channel: C0123ABCD\n    schedule: '* * * * *'\n"
 )
 settings = load_settings({
     "NSSTUCK_DATABASE_URL": url, "NSSTUCK_REPOST_SECONDS": "7", "NSSTUCK_FOLLOW_UP_SECONDS": "11",
-    "NSSTUCK_DIGEST_TICK_SECONDS": "13",
+    "NSSTUCK_DIGEST_TICK_SECONDS": "13", "NSSTUCK_WATCH_SECONDS": "17",
 })
 config = load_config(work / "nsstuck.yaml")
 db = Database(url)
@@ -55,7 +61,7 @@ class Told:
 
 told = Told()
 diagnoser = lambda cluster, namespace: diagnose_registered(clusters, cluster, namespace)
-outbox = Outbox(db, told, remediable=lambda cluster: remediation_open(config, cluster))
+outbox = Outbox(db, told, remediable=lambda cluster, channel: remediation_open(config, cluster, channel))
 remediation = Remediation(
     db, config=config, settings=settings, clusters=clusters, notifier=told
 )
@@ -90,7 +96,9 @@ def test_the_job_list_is_built_and_run_without_the_slack_door(tmp_path: Path) ->
         ["follow-up-open-incidents", "interval[0:00:11]", False],
         ["prune-old-snapshots", "interval[1:00:00]", False],
         ["digests", "interval[0:00:13]", True],
+        ["watch", "interval[0:00:08.500000]", True],
         ["remediation-chores", "interval[0:00:07]", True],
     ]
-    # the outbox asked its publisher for the kept work, and the digest that was due went to the notifier
-    assert result["said"] == ["retry_kept", "post_digest"]
+    # the outbox asked its publisher for the kept work, the digest that was due went to the notifier, and
+    # so did the watch's word that its cluster does not answer
+    assert result["said"] == ["retry_kept", "post_digest", "cluster_unreachable"]

@@ -35,6 +35,12 @@ AUDIT_SHARE = {
     "backups": {"SELECT", "INSERT"},
     "audit_head": {"SELECT", "UPDATE"},
 }
+# and what the watch does (issue 25): claims rounds, finishes them and forgets them after a day; keeps
+# whether each watched cluster answers (never deleted)
+WATCH_SHARE = {
+    "watch_rounds": {"SELECT", "INSERT", "UPDATE", "DELETE"},
+    "watched_clusters": {"SELECT", "INSERT", "UPDATE"},
+}
 
 
 @pytest.fixture
@@ -118,7 +124,7 @@ def test_db_upgrade_grants_the_runtime_role_its_share_and_no_more(roles: Roles) 
     ]
     held = _held(roles)
     assert held == grants.RUNTIME_PRIVILEGES
-    for table, share in AUDIT_SHARE.items():
+    for table, share in {**AUDIT_SHARE, **WATCH_SHARE}.items():
         assert held[table] == share, table
     with psycopg.connect(_dsn(roles.admin)) as conn:
         owners: dict[str, str] = dict(
