@@ -196,3 +196,51 @@ def test_help_and_completion_know_precheck() -> None:
     done = subprocess.run(["bash", "--norc", "-c", program], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["precheck", "text", "json", "yaml"]
+
+
+def test_the_read_role_is_all_it_needs(tmp_path: Path) -> None:
+    """With the API server's RBAC on and nsstuck's service account given exactly the chart's read role
+    (READ_PERMISSIONS), precheck reads all it needs (a gap would make it exit 5 instead of 4): the objects
+    that carry a finalizer read whole, the nodes of the pods; and clusters check finds that role complete."""
+    from tests.foundation.test_clusters_check import SA, grant, read_rules
+
+    with Emulator(clock=FakeClock(datetime.now(UTC)), seed=0) as emu:
+        apply_scenario(emu, "healthy-active")  # shop: an app whose pods run on node-2
+        api = KubeHTTP(emu.url, emu.admin_token)
+        crd_rules = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+        api.post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            {
+                "metadata": {"name": "kialis.kiali.io"},
+                "spec": {
+                    "group": "kiali.io",
+                    "names": {"plural": "kialis", "singular": "kiali", "kind": "Kiali", "listKind": "KialiList"},
+                    "scope": "Namespaced",
+                    "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": crd_rules}],
+                },
+            },
+        )
+        emu.settle()
+        api.post(
+            "/apis/kiali.io/v1alpha1/namespaces/shop/kialis",
+            {"metadata": {"name": "kiali", "finalizers": ["kiali.io/finalizer"]}, "spec": {}},
+        )
+        emu.enable_rbac()
+        grant(emu, "nsstuck-read", read_rules())
+        kubeconfig = emu.write_kubeconfig(tmp_path / "sa.kubeconfig", token=emu.add_token(SA), context="prod-eu")
+        emu.request_log.clear()
+        done = precheck("shop", "--kubeconfig", str(kubeconfig), "-o", "json")
+        assert done.returncode == 4, done.stderr
+        prediction = json.loads(done.stdout)["prediction"]
+        assert prediction["complete"] is True, prediction["gaps"]
+        assert [f["cause"] for f in prediction["findings"]] == ["orphaned_finalizer"]  # the Kiali operator is gone
+        assert "GET /apis/kiali.io/v1alpha1/namespaces/shop/kialis/kiali" in emu.request_log
+        assert "GET /api/v1/nodes/node-2" in emu.request_log
+        assert [r for r in emu.request_log if not r.startswith("GET ")] == []
+        config = tmp_path / "nsstuck.yaml"
+        config.write_text(f"clusters:\n  - name: prod-eu\n    kubeconfig: {kubeconfig}\n    remediation: false\n")
+        assert SCRIPT is not None
+        checked = subprocess.run(
+            [SCRIPT, "clusters", "check", "--config", str(config)], capture_output=True, text=True, check=False
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
