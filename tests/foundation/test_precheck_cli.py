@@ -201,7 +201,8 @@ def test_help_and_completion_know_precheck() -> None:
 def test_the_read_role_is_all_it_needs(tmp_path: Path) -> None:
     """With the API server's RBAC on and nsstuck's service account given exactly the chart's read role
     (READ_PERMISSIONS), precheck reads all it needs (a gap would make it exit 5 instead of 4): the objects
-    that carry a finalizer read whole, the nodes of the pods; and clusters check finds that role complete."""
+    that carry a finalizer read whole (never a Secret or a ConfigMap), the nodes of the pods; and clusters
+    check finds that role complete."""
     from tests.foundation.test_clusters_check import SA, grant, read_rules
 
     with Emulator(clock=FakeClock(datetime.now(UTC)), seed=0) as emu:
@@ -225,6 +226,10 @@ def test_the_read_role_is_all_it_needs(tmp_path: Path) -> None:
             "/apis/kiali.io/v1alpha1/namespaces/shop/kialis",
             {"metadata": {"name": "kiali", "finalizers": ["kiali.io/finalizer"]}, "spec": {}},
         )
+        # a Secret and a ConfigMap that carry the same finalizer: listed as metadata, never read whole
+        held = {"name": "held", "finalizers": ["kiali.io/finalizer"]}
+        api.post("/api/v1/namespaces/shop/secrets", {"metadata": held, "data": {"token": "c2VjcmV0"}})
+        api.post("/api/v1/namespaces/shop/configmaps", {"metadata": held, "data": {"key": "value"}})
         emu.enable_rbac()
         grant(emu, "nsstuck-read", read_rules())
         kubeconfig = emu.write_kubeconfig(tmp_path / "sa.kubeconfig", token=emu.add_token(SA), context="prod-eu")
@@ -236,6 +241,9 @@ def test_the_read_role_is_all_it_needs(tmp_path: Path) -> None:
         assert [f["cause"] for f in prediction["findings"]] == ["orphaned_finalizer"]  # the Kiali operator is gone
         assert "GET /apis/kiali.io/v1alpha1/namespaces/shop/kialis/kiali" in emu.request_log
         assert "GET /api/v1/nodes/node-2" in emu.request_log
+        assert not [r for r in emu.request_log if r.endswith(("/secrets/held", "/configmaps/held"))]
+        named = {o["name"] for f in prediction["findings"] for o in f["objects"]}
+        assert named == {"kiali", "held"}
         assert [r for r in emu.request_log if not r.startswith("GET ")] == []
         config = tmp_path / "nsstuck.yaml"
         config.write_text(f"clusters:\n  - name: prod-eu\n    kubeconfig: {kubeconfig}\n    remediation: false\n")
