@@ -379,7 +379,8 @@ def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
     if namespace in IMMORTAL_NAMESPACES:
         raise UserError(f"the API server never deletes namespace {namespace} (NamespaceLifecycle admission)")
     target = _select_cluster(args, ctx)
-    progress = _ProgressLine(ctx.err, f"{target.name}/{namespace}") if _is_terminal(ctx.err) else None
+    terminal = _is_terminal(ctx.err)
+    progress = _ProgressLine(ctx.err, f"{target.name}/{namespace}", doing="prechecking") if terminal else None
     options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout), progress=progress)
     try:
         diagnosis = diagnose_namespace(target, namespace, options=options).diagnosis
@@ -422,9 +423,10 @@ def _is_terminal(stream: TextIO) -> bool:
 class _ProgressLine:
     """One line on stderr, rewritten in place while a diagnosis collects (a terminal only)."""
 
-    def __init__(self, err: TextIO, what: str) -> None:
+    def __init__(self, err: TextIO, what: str, *, doing: str = "diagnosing") -> None:
         self.err = err
         self.what = what
+        self.doing = doing
         self.shown = False
 
     def __call__(self, progress: Progress) -> None:
@@ -432,7 +434,7 @@ class _ProgressLine:
             step = f"discovery {progress.discovery_done}/{progress.discovery_total}"
         else:
             step = f"discovery done, lists {progress.lists_done}/{progress.lists_total}"
-        self.err.write(f"\r\x1b[Knsstuck: diagnosing {self.what}: {step}")
+        self.err.write(f"\r\x1b[Knsstuck: {self.doing} {self.what}: {step}")
         self.err.flush()
         self.shown = True
 

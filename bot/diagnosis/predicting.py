@@ -12,7 +12,8 @@ The same rules and evidence as the diagnosis, applied to what the namespace cont
   dead predicts a block; unknown is said as such, a finding that does not block and a gap of the
   prediction (whether it would hold cannot be told); alive does not block, unless the catalogue says its
   cleanup creates objects in the namespace, which a terminating namespace refuses (a predicted
-  `finalizer_deadlock`, whatever its state);
+  `finalizer_deadlock`, for an unknown one too: running or not, it cannot remove it). A controller that
+  only a workload of the namespace itself runs is deleted with it (`_judge`);
 - pods: one on a node that exists and is NotReady keeps its deletionTimestamp for ever (no kubelet
   confirms it); one on a node that no longer exists, or NotReady with the out-of-service taint, is
   removed by the pod garbage collector (said, not claimed as a block); finished pods go at once;
