@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.diagnosis.engine import diagnose
 from bot.domain.findings import Action, Cause, ControllerState, Diagnosis, NamespaceState, Prediction
-from bot.domain.snapshot import NamespaceSnapshot, ResourceType
+from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.services.reporting import render_text
 from bot.slack import blocks
 
@@ -142,6 +142,29 @@ def test_a_lapsed_controller_manager_lease_means_no_namespace_controller() -> No
     assert finding.cause is Cause.UNKNOWN
     assert finding.summary.startswith("the namespace controller is not running")
     assert finding.remedies[0].action is Action.RESTORE_CONTROLLER
+
+
+def test_a_group_version_failing_discovery_stops_every_deletion() -> None:
+    """A Local APIService's version the API server does not serve (an upgrade half done, case 012)."""
+    local = {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": "v1beta2.flowcontrol.apiserver.k8s.io"},
+        "spec": {"group": "flowcontrol.apiserver.k8s.io", "version": "v1beta2"},
+        "status": {"conditions": [{"type": "Available", "status": "True", "reason": "Local"}]},
+    }
+    failing = GroupVersionStatus(
+        "flowcontrol.apiserver.k8s.io/v1beta2",
+        available=False,
+        status_code=404,
+        error="the server could not find the requested resource",
+    )
+    prediction = _predicted(_snapshot(apiservices=(local,), group_versions=(failing,)))
+    assert prediction.would_block
+    finding = prediction.findings[0]
+    assert finding.cause is Cause.DISCOVERY_FAILURE
+    assert "flowcontrol.apiserver.k8s.io/v1beta2" in finding.summary
+    assert finding.remedies[0].action is Action.INVESTIGATE
 
 
 def _webhook(client: dict[str, Any], resources: list[str]) -> dict[str, Any]:
