@@ -162,8 +162,8 @@ class NamespaceSnapshot:
     volume_attachments: tuple[KubeObject, ...] = ()
     gaps: tuple[Gap, ...] = ()
     # an Active namespace collected whole (contents, discovery, webhooks, controllers, nodes of its pods),
-    # so that the rules can predict whether deleting it would get stuck; False for the namespace read
-    # alone (a scan's Active namespaces, snapshots stored before predictions existed)
+    # so that the rules can predict whether deleting it would get stuck; False for a snapshot of the
+    # namespace object alone (one stored before predictions existed)
     for_prediction: bool = False
 
     @property

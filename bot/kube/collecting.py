@@ -19,7 +19,7 @@ An Active namespace (`collect`, for the prediction of `bot.diagnosis.predicting`
 now get stuck?) is collected the same way, with the same reads, applied to what its deletion will
 touch: the objects that carry a finalizer are read whole in place of the deleting ones (never Secrets
 and ConfigMaps), and the node of every pod that is scheduled and not finished is read, in place of the
-nodes of deleting pods. `collect_each` (scans) still reads an Active namespace alone.
+nodes of deleting pods.
 """
 
 from __future__ import annotations
@@ -61,6 +61,9 @@ class CollectOptions:
     contents_from_conditions: bool = False
     # told how far the collection is, after each batch of answers (`nsstuck diagnose` in a terminal)
     progress: Callable[[Progress], None] | None = field(default=None, compare=False)
+    # collect an Active namespace whole, for the prediction of what deleting it would meet; scans, which
+    # diagnose terminating namespaces only, read one that turned Active alone
+    predict: bool = True
 
 
 @dataclass(frozen=True)
@@ -491,6 +494,8 @@ class Collector:
         if namespace_object is None:
             return base
         if deletion_time(namespace_object) is None:
+            if not self.options.predict:
+                return base
             base = replace(base, for_prediction=True)
         with self._pool() as pool:
             loop = _Loop(pool, started + self.options.deadline, self.options.progress)
@@ -503,7 +508,7 @@ class Collector:
 
         The cluster-scoped calls (discovery, APIServices, CRDs, webhook configurations, cluster-wide
         workloads, the Services behind them, nodes) are made once for all the namespaces; the
-        namespaced lists once per terminating namespace; all of it on one pool within one deadline.
+        namespaced lists once per namespace collected; all of it on one pool within one deadline.
         Raises ClusterUnreachableError, as `collect` would, if the read of any namespace fails (the
         first such namespace in the order given); `collect_each` reports that per namespace instead.
         """
@@ -519,8 +524,8 @@ class Collector:
         """`collect_many`, where a namespace whose read fails maps to the error `collect` would raise for it.
 
         The namespaces are read first, in parallel (a missing one gets the snapshot of a missing
-        namespace, an Active one that of an Active namespace, as `collect` gives them); the rest is
-        collected only if one of them is terminating. Keys in the order given, without repeats.
+        namespace, and an Active one without `options.predict` that of the namespace alone, as `collect`
+        gives them); the rest is collected only for the others. Keys in the order given, without repeats.
         """
         names = list(dict.fromkeys(namespaces))
         if not names:
@@ -555,17 +560,19 @@ class Collector:
                 name = label.removeprefix("get namespace ")
                 late = CallError(CallKind.TIMEOUT, f"not answered within {self.options.deadline:g}s")
                 failed[name] = _refusal(self.cluster, host, late)
-            terminating: list[NamespaceSnapshot] = []
+            existing: list[NamespaceSnapshot] = []
             for name, namespace_object in read.items():
                 base = NamespaceSnapshot(
                     cluster=self.cluster, namespace=name, observed_at=observed_at, namespace_object=namespace_object
                 )
-                if namespace_object is None or deletion_time(namespace_object) is None:
-                    snapshots[name] = base
+                if deletion_time(namespace_object or {}) is not None:
+                    existing.append(base)
+                elif namespace_object is not None and self.options.predict:
+                    existing.append(replace(base, for_prediction=True))  # as `collect` collects it
                 else:
-                    terminating.append(base)
-            if terminating:
-                snapshots.update(_Run(self, loop, terminating).collect())
+                    snapshots[name] = base
+            if existing:
+                snapshots.update(_Run(self, loop, existing).collect())
             pool.shutdown(wait=False, cancel_futures=True)
         return {name: failed[name] if name in failed else snapshots[name] for name in names}
 

@@ -93,7 +93,8 @@ def _predicted(snapshot: NamespaceSnapshot) -> Prediction:
 
 
 def test_a_namespace_read_alone_gets_no_prediction() -> None:
-    """A scan reads Active namespaces alone: nothing is known of what their deletion would meet."""
+    """A snapshot of the namespace object alone (stored before predictions existed) tells nothing of what
+    its deletion would meet."""
     diagnosis = diagnose(_snapshot(for_prediction=False))
     assert diagnosis.state is NamespaceState.ACTIVE
     assert diagnosis.prediction is None
