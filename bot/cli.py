@@ -1,7 +1,8 @@
 """The `nsstuck` console script: parses arguments, calls the use cases, prints, sets the exit code.
 
 Exit codes (contract §1): 0 success, 1 failure or verification failed, 2 usage or configuration
-error, 3 cluster unreachable or unauthorized. A user mistake gets one short line, never a traceback.
+error, 3 cluster unreachable or unauthorized; 4 stuck (`diagnose --exit-code`) or would get stuck
+(`precheck`), 5 evidence incomplete (`precheck`). A user mistake gets one short line, never a traceback.
 """
 
 from __future__ import annotations
@@ -370,6 +371,63 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+# `precheck`: what deleting an Active namespace now would meet (contract §1)
+PRECHECK_CLEAR = 0
+WOULD_BLOCK = 4
+INCOMPLETE = 5
+# NamespaceLifecycle admission refuses to delete these (k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle)
+IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
+
+
+def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
+    """Would deleting an Active namespace now get stuck? Reads only (the read role); changes nothing."""
+    from bot.domain.findings import NamespaceState
+    from bot.kube.collecting import CollectOptions
+    from bot.services.diagnosing import diagnose_namespace
+    from bot.services.reporting import render_text
+
+    namespace = args.namespace
+    if not NAMESPACE_NAME.match(namespace):
+        raise UserError(f"{namespace!r} is not a valid namespace name (lower-case letters, digits and '-')")
+    if args.timeout <= 0:
+        raise UserError("--timeout must be a positive number of seconds")
+    if namespace in IMMORTAL_NAMESPACES:
+        raise UserError(f"the API server never deletes namespace {namespace} (NamespaceLifecycle admission)")
+    target = _select_cluster(args, ctx)
+    terminal = _is_terminal(ctx.err)
+    progress = _ProgressLine(ctx.err, f"{target.name}/{namespace}", doing="prechecking") if terminal else None
+    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout), progress=progress)
+    try:
+        diagnosis = diagnose_namespace(target, namespace, options=options).diagnosis
+    finally:
+        if progress is not None:
+            progress.clear()
+    if diagnosis.state is NamespaceState.NOT_FOUND:
+        raise UserError(f"namespace {namespace} not found on {target.name}: nothing to delete")
+    if diagnosis.state is NamespaceState.TERMINATING:
+        raise UserError(
+            f"namespace {namespace} on {target.name} is already being deleted: use `nsstuck diagnose {namespace}`"
+        )
+    prediction = diagnosis.prediction
+    if prediction is None:  # an Active namespace is always collected for its prediction
+        raise NsstuckError(f"no prediction was made for {namespace} on {target.name}")
+    colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
+    _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
+    # a non-zero exit ends with one line on stderr saying why (contract §1)
+    reason = next((f for f in prediction.findings if f.blocking), None)
+    if reason is not None:
+        print(f"nsstuck: deleting {namespace} on {target.name} would get stuck: {reason.cause.value}", file=ctx.err)
+        return WOULD_BLOCK
+    if not prediction.complete:
+        print(
+            f"nsstuck: {namespace} on {target.name}: the evidence is incomplete ({len(prediction.gaps)} gap(s)), "
+            "so it cannot be said that nothing would hold the deletion",
+            file=ctx.err,
+        )
+        return INCOMPLETE
+    return PRECHECK_CLEAR
+
+
 def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -380,9 +438,10 @@ def _is_terminal(stream: TextIO) -> bool:
 class _ProgressLine:
     """One line on stderr, rewritten in place while a diagnosis collects (a terminal only)."""
 
-    def __init__(self, err: TextIO, what: str) -> None:
+    def __init__(self, err: TextIO, what: str, *, doing: str = "diagnosing") -> None:
         self.err = err
         self.what = what
+        self.doing = doing
         self.shown = False
 
     def __call__(self, progress: Progress) -> None:
@@ -390,7 +449,7 @@ class _ProgressLine:
             step = f"discovery {progress.discovery_done}/{progress.discovery_total}"
         else:
             step = f"discovery done, lists {progress.lists_done}/{progress.lists_total}"
-        self.err.write(f"\r\x1b[Knsstuck: diagnosing {self.what}: {step}")
+        self.err.write(f"\r\x1b[Knsstuck: {self.doing} {self.what}: {step}")
         self.err.flush()
         self.shown = True
 
@@ -743,6 +802,24 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
         "(content still being deleted normally is not stuck); 2 and 3 as always",
     )
     diagnose.set_defaults(handler=cmd_diagnose)
+
+    precheck = commands.add_parser(
+        "precheck",
+        help="would deleting this Active namespace now get stuck, and why (for pipelines)",
+        description="Before `kubectl delete namespace`: say whether deleting this Active namespace now would get "
+        "stuck, and why, from the same rules and evidence as diagnose (discovery of every group version, the "
+        "webhooks that a DELETE of each object meets, finalizers and their controllers, pods on NotReady nodes, "
+        "PVCs in use). Reads only (the read role); changes nothing. Exit 0 nothing would hold the deletion, "
+        "4 it would get stuck (the reasons are printed), 5 the evidence is incomplete (never 0 on a gap), "
+        "3 the cluster is unreachable or refuses the credentials, 2 on usage or config errors, a namespace "
+        "that does not exist, or one already being deleted (use diagnose). "
+        "For example: nsstuck precheck preview-123 && kubectl delete ns preview-123",
+    )
+    precheck.add_argument("namespace", metavar="NAMESPACE")
+    _add_cluster_options(precheck)
+    _add_output_options(precheck, schema="nsstuck.diagnosis/v1, with its prediction")
+    precheck.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="overall deadline")
+    precheck.set_defaults(handler=cmd_precheck)
 
     db = commands.add_parser("db", help="database schema migrations", description="Database schema migrations.")
     db_commands = db.add_subparsers(dest="db_command", metavar="ACTION")

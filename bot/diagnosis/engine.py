@@ -1,4 +1,5 @@
-"""diagnose(snapshot) -> Diagnosis: run every rule family, order the findings, rank the remedies."""
+"""diagnose(snapshot) -> Diagnosis: run every rule family, order the findings, rank the remedies; for an
+Active namespace collected whole, predict what deleting it now would meet (`predicting`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from bot.diagnosis import (
     finalizers,
     namespace_finalizers,
     pods,
+    predicting,
     remedies,
     volumes,
     webhooks,
@@ -60,7 +62,10 @@ def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
     uid = ctx.namespace_ref.uid
     deleted_at = deletion_time(snapshot.namespace_object)
     if deleted_at is None:
-        return replace(base, state=NamespaceState.ACTIVE, namespace_uid=uid)
+        # an Active namespace: its top-level findings stay empty (they say what holds a terminating one);
+        # collected whole, it gets the prediction of what deleting it now would meet
+        prediction = predicting.predict(ctx, CAUSE_ORDER) if snapshot.for_prediction else None
+        return replace(base, state=NamespaceState.ACTIVE, namespace_uid=uid, prediction=prediction)
     seconds = max(0, int((snapshot.observed_at - deleted_at).total_seconds()))
 
     found: list[Finding] = []

@@ -110,7 +110,7 @@ def findings(ctx: Context) -> list[Finding]:
         owner = _owner(finalizer, held)
         if owner.handled_by_rule == "pvc_in_use":
             continue
-        what = _counted(held)
+        what = counted(held)
         verb, waits = ("keeps", "waits") if len(held) == 1 else ("keep", "wait")
         examples = [h.ref.display for h in held[:MAX_EXAMPLES]]
         evidence = []
@@ -122,14 +122,9 @@ def findings(ctx: Context) -> list[Finding]:
             f"{', '.join(examples)}{' and more' if len(held) > MAX_EXAMPLES else ''} "
             f"keep{'s' if len(held) == 1 else ''} finalizer {finalizer}, deleting for {age(oldest, ctx.now)}"
         )
-        if owner.name.startswith("nothing"):
-            pass  # the judgement says so
-        elif catalogue.lookup(finalizer):
-            evidence.append(f"{finalizer} is a well-known finalizer, removed by {owner.name}")
-        else:
-            evidence.append(
-                f"{finalizer} is not a well-known finalizer; judging by its domain it belongs to {owner.name}"
-            )
+        said = owner_line(finalizer, owner)
+        if said:
+            evidence.append(said)
         judgement = controllers.judge(ctx, finalizer, owner, held)
         objects = [h.ref for h in held]
 
@@ -173,11 +168,11 @@ def findings(ctx: Context) -> list[Finding]:
                 )
             )
             continue
-        out.append(_orphaned(ctx, finalizer, owner, held, judgement, evidence, what, verb))
+        out.append(orphaned(ctx, finalizer, owner, held, judgement, evidence, what, verb))
     return out
 
 
-def _orphaned(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on as it is)
+def orphaned(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on as it is)
     ctx: Context,
     finalizer: str,
     owner: Owner,
@@ -249,7 +244,7 @@ def _deadlock(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on 
 ) -> Finding:
     """The controller is alive, and its cleanup needs new content in the terminating namespace."""
     entry = catalogue.entry(finalizer)
-    what = _counted(held)
+    what = counted(held)
     verb = "keeps" if len(held) == 1 else "keep"
     name = name_of(judgement.workload) if judgement.workload is not None else owner.name
     commands = []
@@ -295,11 +290,21 @@ def _deadlock(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on 
     )
 
 
+def owner_line(finalizer: str, owner: Owner) -> str | None:
+    """Who removes the finalizer, and whether the catalogue says so or its domain suggests it (None when
+    nothing does: the controller's judgement says so)."""
+    if owner.name.startswith("nothing"):
+        return None
+    if catalogue.lookup(finalizer):
+        return f"{finalizer} is a well-known finalizer, removed by {owner.name}"
+    return f"{finalizer} is not a well-known finalizer; judging by its domain it belongs to {owner.name}"
+
+
 def _word(owner: Owner) -> str:
     return owner.markers[0] if owner.markers else "controller"
 
 
-def _counted(held: list[Held]) -> str:
+def counted(held: list[Held]) -> str:
     """`1 Kiali object`, `3 ConfigMap and Secret objects`."""
     kinds = sorted({str(h.obj.get("kind") or h.rtype.key) for h in held})
     return f"{len(held)} {' and '.join(kinds)} object{'s' if len(held) > 1 else ''}"

@@ -19,7 +19,7 @@ from bot.domain.refs import KubeObject, ObjectRef, name_of
 from bot.domain.snapshot import labels_of
 
 
-def _intercepted(ctx: Context, webhook: dict[str, Any]) -> tuple[list[str], list[ObjectRef]]:
+def intercepted(ctx: Context, webhook: dict[str, Any]) -> tuple[list[str], list[ObjectRef]]:
     """The resource types with objects in the namespace whose DELETE this webhook intercepts, and
     those objects: what the namespace controller cannot delete while the webhook cannot answer."""
     types: list[str] = []
@@ -62,7 +62,7 @@ def findings(ctx: Context) -> list[Finding]:
         for webhook in config.get("webhooks") or ():
             name = str(webhook.get("name", ""))
             policy = webhook.get("failurePolicy", "Fail")
-            matched, leftovers = _intercepted(ctx, webhook)
+            matched, leftovers = intercepted(ctx, webhook)
             in_scope = matches_selector(namespace_labels, webhook.get("namespaceSelector"))
             named = name in named_failing
             denies = name in named_denying

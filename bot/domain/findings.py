@@ -61,6 +61,9 @@ class Action(StrEnum):
     RESTORE_CONTROLLER = "restore_controller"  # reinstall/scale up the controller that owns a finalizer
     WAIT = "wait"  # deletion is progressing normally
     INVESTIGATE = "investigate"  # look at something nsstuck cannot see (controller logs, network)
+    # a change a person makes by hand before deleting an Active namespace (a prediction's remedy):
+    # nsstuck never carries it out, since nothing is being deleted yet
+    PREPARE = "prepare"
     DELETE_APISERVICE = "delete_apiservice"
     DELETE_WEBHOOK_CONFIGURATION = "delete_webhook_configuration"
     REMOVE_FINALIZER = "remove_finalizer"
@@ -75,6 +78,7 @@ class Action(StrEnum):
             Action.RESTORE_CONTROLLER,
             Action.WAIT,
             Action.INVESTIGATE,
+            Action.PREPARE,
         )
 
 
@@ -234,7 +238,8 @@ class Gap:
     """Evidence that could not be collected, and why. Any gap makes a report incomplete."""
 
     what: str  # e.g. "list kialis.kiali.io/v1alpha1 in istio-system"
-    reason: str  # forbidden | timeout | unavailable | error
+    # forbidden | timeout | unavailable | error; in a prediction also unknown (the evidence does not tell)
+    reason: str
     detail: str = ""
 
     def to_json(self) -> dict[str, str]:
@@ -246,6 +251,48 @@ class Gap:
 
     def __str__(self) -> str:
         return f"{self.what}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """For an Active namespace: whether deleting it now would get stuck, and why (contract §2).
+
+    Its findings are the predicted reasons, each with its evidence and the remedies a person applies
+    before the delete (none files a request: nothing is being deleted yet); a blocking one would hold
+    the namespace. Its gaps are what could not be collected and what the evidence cannot tell (a
+    finalizer's controller whose state is unknown): with any gap, "nothing would hold it" cannot be said.
+    """
+
+    findings: tuple[Finding, ...] = ()
+    gaps: tuple[Gap, ...] = ()
+
+    @property
+    def would_block(self) -> bool:
+        return any(f.blocking for f in self.findings)
+
+    @property
+    def complete(self) -> bool:
+        return not self.gaps
+
+    @property
+    def cause(self) -> Cause | None:
+        """The cause of the first predicted reason that would block (they are most-blocking first)."""
+        return next((f.cause for f in self.findings if f.blocking), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "would_block": self.would_block,
+            "complete": self.complete,
+            "gaps": [g.to_json() for g in self.gaps],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Prediction:
+        return cls(
+            findings=tuple(Finding.from_json(f) for f in data.get("findings", ())),
+            gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -262,6 +309,8 @@ class Diagnosis:
     findings: tuple[Finding, ...] = field(default=())
     namespace_uid: str | None = None
     deletion_timestamp: datetime | None = None
+    # an Active namespace whose snapshot was collected for it: would deleting it now get stuck?
+    prediction: Prediction | None = None
 
     @property
     def cause(self) -> Cause | None:
@@ -279,7 +328,7 @@ class Diagnosis:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "schema": REPORT_SCHEMA,
             "cluster": self.cluster,
             "namespace": self.namespace,
@@ -293,12 +342,16 @@ class Diagnosis:
             "gaps": [g.to_json() for g in self.gaps],
             "findings": [f.to_json() for f in self.findings],
         }
+        if self.prediction is not None:  # an addition to the schema: only Active namespaces have it
+            out["prediction"] = self.prediction.to_json()
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Diagnosis:
         if data.get("schema") != REPORT_SCHEMA:
             raise ValueError(f"not a {REPORT_SCHEMA} report: schema is {data.get('schema')!r}")
         deletion = data.get("deletion_timestamp")
+        prediction = data.get("prediction")
         return cls(
             cluster=data["cluster"],
             namespace=data["namespace"],
@@ -310,6 +363,7 @@ class Diagnosis:
             complete=bool(data["complete"]),
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             findings=tuple(Finding.from_json(f) for f in data.get("findings", ())),
+            prediction=Prediction.from_json(prediction) if isinstance(prediction, dict) else None,
         )
 
 

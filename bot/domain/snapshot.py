@@ -161,6 +161,10 @@ class NamespaceSnapshot:
     # VolumeAttachments on the nodes of deleting pods, or of the namespace's claims' volumes
     volume_attachments: tuple[KubeObject, ...] = ()
     gaps: tuple[Gap, ...] = ()
+    # an Active namespace collected whole (contents, discovery, webhooks, controllers, nodes of its pods),
+    # so that the rules can predict whether deleting it would get stuck; False for a snapshot of the
+    # namespace object alone (one stored before predictions existed)
+    for_prediction: bool = False
 
     @property
     def exists(self) -> bool:
@@ -206,6 +210,8 @@ class NamespaceSnapshot:
             "server_version": dict(self.server_version) if self.server_version is not None else None,
             "gaps": [g.to_json() for g in self.gaps],
         }
+        if self.for_prediction:
+            out["for_prediction"] = True
         for name in _OBJECT_LISTS:
             out[name] = list(getattr(self, name))
         return out
@@ -226,6 +232,7 @@ class NamespaceSnapshot:
             nodes=dict(data.get("nodes") or {}),
             server_version=data.get("server_version"),
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
+            for_prediction=bool(data.get("for_prediction", False)),
             **lists,
         )
 

@@ -14,6 +14,12 @@ node, volumes and status). Full objects are also read of what the rules read the
 the namespace, APIServices, webhook configurations, CRDs, Deployments, StatefulSets and DaemonSets,
 the Services behind APIServices and webhooks with their EndpointSlices, Endpoints and pods, and the
 nodes of deleting pods. Every object is trimmed (`trim`, `bot.domain.values`) before anything keeps it.
+
+An Active namespace (`collect`, for the prediction of `bot.diagnosis.predicting`: would deleting it
+now get stuck?) is collected the same way, with the same reads, applied to what its deletion will
+touch: the objects that carry a finalizer are read whole in place of the deleting ones (never Secrets
+and ConfigMaps), and the node of every pod that is scheduled and not finished is read, in place of the
+nodes of deleting pods.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from bot.domain import conditions as ns_conditions
 from bot.domain.events import newest_first
 from bot.domain.events import view as event_view
 from bot.domain.findings import Gap
-from bot.domain.refs import ClusterName, KubeObject, deletion_time, meta
+from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.domain.values import is_value_resource, metadata_only, without_values
 from bot.errors import ClusterUnreachableError
@@ -56,6 +62,9 @@ class CollectOptions:
     contents_from_conditions: bool = False
     # told how far the collection is, after each batch of answers (`nsstuck diagnose` in a terminal)
     progress: Callable[[Progress], None] | None = field(default=None, compare=False)
+    # collect an Active namespace whole, for the prediction of what deleting it would meet; scans, which
+    # diagnose terminating namespaces only, read one that turned Active alone
+    predict: bool = True
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,20 @@ class _Namespace:
         self.only: frozenset[str] | None = None
         self.events: list[KubeObject] = []
         self.full_reads = 0
+        # not being deleted: collected for a prediction of what its deletion will meet
+        self.active = base.namespace_object is not None and deletion_time(base.namespace_object) is None
+
+    def watched(self, obj: KubeObject) -> bool:
+        """An object whose controller the rules judge: one being deleted, or, in an Active namespace, one
+        that carries a finalizer (its deletion will wait for it)."""
+        return deletion_time(obj) is not None or (self.active and bool(finalizers_of(obj)))
+
+    def wants_node(self, pod: KubeObject) -> bool:
+        """Whether the rules read the node of this pod: it is being deleted, or, in an Active namespace, it
+        will be (a finished pod is removed at once: its grace period is 0)."""
+        if deletion_time(pod) is not None:
+            return True
+        return self.active and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
     def lists(self, rtype: ResourceType) -> bool:
         return self.only is None or f"{rtype.resource}.{rtype.group}" in self.only
@@ -214,8 +237,9 @@ def _reason(error: CallError) -> str:
 # pages of a namespace's Events are read to find them
 EVENTS_KEPT = 500
 EVENT_PAGES = 10
-# objects being deleted (listed as metadata) that are then read whole, per namespace: the rules read
-# their status and conditions, and who last wrote them (`managedFields`: manager, operation, time)
+# objects being deleted (in an Active namespace: carrying a finalizer), listed as metadata, that are then
+# read whole, per namespace: the rules read their status and conditions, and who last wrote them
+# (`managedFields`: manager, operation, time)
 FULL_READS = 100
 # the namespace of the kubelets' heartbeat Leases: one per node, never a controller's
 NODE_LEASES = "kube-node-lease"
@@ -468,8 +492,12 @@ class Collector:
         base = NamespaceSnapshot(
             cluster=self.cluster, namespace=namespace, observed_at=observed_at, namespace_object=namespace_object
         )
-        if namespace_object is None or deletion_time(namespace_object) is None:
+        if namespace_object is None:
             return base
+        if deletion_time(namespace_object) is None:
+            if not self.options.predict:
+                return base
+            base = replace(base, for_prediction=True)
         with self._pool() as pool:
             loop = _Loop(pool, started + self.options.deadline, self.options.progress)
             snapshots = _Run(self, loop, [base]).collect()
@@ -481,7 +509,7 @@ class Collector:
 
         The cluster-scoped calls (discovery, APIServices, CRDs, webhook configurations, cluster-wide
         workloads, the Services behind them, nodes) are made once for all the namespaces; the
-        namespaced lists once per terminating namespace; all of it on one pool within one deadline.
+        namespaced lists once per namespace collected; all of it on one pool within one deadline.
         Raises ClusterUnreachableError, as `collect` would, if the read of any namespace fails (the
         first such namespace in the order given); `collect_each` reports that per namespace instead.
         """
@@ -497,8 +525,8 @@ class Collector:
         """`collect_many`, where a namespace whose read fails maps to the error `collect` would raise for it.
 
         The namespaces are read first, in parallel (a missing one gets the snapshot of a missing
-        namespace, an Active one that of an Active namespace, as `collect` gives them); the rest is
-        collected only if one of them is terminating. Keys in the order given, without repeats.
+        namespace, and an Active one without `options.predict` that of the namespace alone, as `collect`
+        gives them); the rest is collected only for the others. Keys in the order given, without repeats.
         """
         names = list(dict.fromkeys(namespaces))
         if not names:
@@ -533,17 +561,19 @@ class Collector:
                 name = label.removeprefix("get namespace ")
                 late = CallError(CallKind.TIMEOUT, f"not answered within {self.options.deadline:g}s")
                 failed[name] = _refusal(self.cluster, host, late)
-            terminating: list[NamespaceSnapshot] = []
+            existing: list[NamespaceSnapshot] = []
             for name, namespace_object in read.items():
                 base = NamespaceSnapshot(
                     cluster=self.cluster, namespace=name, observed_at=observed_at, namespace_object=namespace_object
                 )
-                if namespace_object is None or deletion_time(namespace_object) is None:
-                    snapshots[name] = base
+                if deletion_time(namespace_object or {}) is not None:
+                    existing.append(base)
+                elif namespace_object is not None and self.options.predict:
+                    existing.append(replace(base, for_prediction=True))  # as `collect` collects it
                 else:
-                    terminating.append(base)
-            if terminating:
-                snapshots.update(_Run(self, loop, terminating).collect())
+                    snapshots[name] = base
+            if existing:
+                snapshots.update(_Run(self, loop, existing).collect())
             pool.shutdown(wait=False, cancel_futures=True)
         return {name: failed[name] if name in failed else snapshots[name] for name in names}
 
@@ -561,7 +591,8 @@ class Collector:
 
 
 class _Run:
-    """The state of one collection for one or more terminating namespaces of a cluster.
+    """The state of one collection for one or more terminating namespaces of a cluster (or one Active
+    namespace, collected for a prediction).
 
     What is cluster-wide (discovery, APIServices, webhooks, CRDs, workloads, the Services behind
     them, node objects) is requested once and shared; what is namespaced (the lists of every type,
@@ -884,18 +915,18 @@ class _Run:
             ns.contents[rtype.key] = tuple(items)
         if rtype.key not in FULL_CONTENTS and not is_value_resource(rtype.group, rtype.resource):
             for index, item in enumerate(items):
-                if deletion_time(item) is not None and ns.full_reads < FULL_READS:
+                if ns.watched(item) and ns.full_reads < FULL_READS:
                     ns.full_reads += 1
                     self._read_whole(ns, rtype, index, str(meta(item).get("name", "")))
         if rtype.key == "pods":
             for pod in items:
                 node = (pod.get("spec") or {}).get("nodeName")
-                if node and deletion_time(pod) is not None and node not in ns.requested_nodes:
+                if node and ns.wants_node(pod) and node not in ns.requested_nodes:
                     ns.requested_nodes.add(node)
                     self._want_node(ns, str(node))
 
     def _read_whole(self, ns: _Namespace, rtype: ResourceType, index: int, name: str) -> None:
-        """Read a deleting object whole (its status, conditions and managers), in place of its metadata."""
+        """Read a watched object whole (its status, conditions and managers), in place of its metadata."""
         base = f"/api/{rtype.version}" if not rtype.group else f"/apis/{rtype.group}/{rtype.version}"
         path = f"{base}/namespaces/{quote(ns.name)}/{rtype.resource}/{quote(name)}"
         what = f"get {rtype.key} {ns.name}/{name}"
@@ -1073,12 +1104,13 @@ class _Run:
 
 
 def _kept_events(ns: _Namespace) -> list[KubeObject]:
-    """The newest EVENTS_KEPT Events of the namespace, and every one about an object being deleted."""
+    """The newest EVENTS_KEPT Events of the namespace, and every one about an object being deleted (in an
+    Active namespace: carrying a finalizer)."""
     deleting = {
         str(meta(o).get("uid") or "") or f"{o.get('kind')}/{meta(o).get('name')}"
         for items in ns.contents.values()
         for o in items
-        if deletion_time(o) is not None
+        if ns.watched(o)
     }
     ordered = newest_first(ns.events)
     kept = []

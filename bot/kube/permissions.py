@@ -22,11 +22,12 @@ from bot.domain.access import Request, Rule, allowed_by, parse_request, unique
 READS: dict[str, tuple[Rule, ...]] = {
     # the namespace under diagnosis (and its follow-ups), and the scan of every namespace for digests
     "namespaces": (Rule(("",), ("namespaces",), ("get", "list")),),
-    # every namespaced type in the terminating namespace: what NamespaceContentRemaining counts
+    # every namespaced type in the terminating namespace (what NamespaceContentRemaining counts), or in the
+    # Active one whose deletion is predicted (what the namespace controller will delete)
     "namespace contents": (Rule(("*",), ("*",), ("list",)),),
-    # the objects of a terminating namespace that are being deleted, read whole (their status,
-    # conditions and managers show whether a controller works on them); never Secrets and ConfigMaps,
-    # although RBAC cannot say so
+    # the objects of a terminating namespace that are being deleted (of an Active one: that carry a
+    # finalizer), read whole (their status, conditions and managers show whether a controller works on
+    # them); never Secrets and ConfigMaps, although RBAC cannot say so
     "deleting objects": (Rule(("*",), ("*",), ("get",)),),
     # discovery: which group versions serve and which fail (most clusters grant it to every
     # authenticated user through system:discovery already)
@@ -53,7 +54,7 @@ READS: dict[str, tuple[Rule, ...]] = {
         Rule(("discovery.k8s.io",), ("endpointslices",), ("list",)),
         Rule(("",), ("pods",), ("list",)),
     ),
-    # the node of a pod that is being deleted: gone, or NotReady?
+    # the node of a pod that is being deleted (or, in an Active namespace, will be): gone, or NotReady?
     "nodes": (Rule(("",), ("nodes",), ("get",)),),
 }
 

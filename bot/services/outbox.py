@@ -65,8 +65,15 @@ class Outbox:
         return delivered + self.publisher.retry_kept()
 
     def _publish(self, pending: PendingPost, attempt: RunAttempt) -> None:
-        if pending.incident_id is None:  # active or gone: the verdict says it all
-            attempt.verdict(None)
+        if pending.incident_id is None:  # active or gone: no incident, no thread of its own
+            posted = attempt.verdict(None)
+            prediction = pending.diagnosis.prediction
+            if prediction is not None and (prediction.findings or prediction.gaps):
+                # an Active namespace's predicted reasons go in the verdict's thread; they offer no request
+                # (nothing is deleted yet), whatever the cluster allows
+                if posted is None:
+                    raise LookupError("the verdict's post came back without a ts to start the thread with")
+                attempt.report(posted, remediable=False)()
             return
         with self._incident_lock(pending.incident_id):
             existing = current_thread(self.db, pending.incident_id)

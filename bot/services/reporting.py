@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.domain import durations
-from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
+from bot.domain.findings import Diagnosis, Finding, NamespaceState, Prediction, Remedy, Risk
 
 _RISK_MARK = {Risk.NONE: "safe", Risk.LOW: "low risk", Risk.MEDIUM: "MEDIUM RISK", Risk.HIGH: "HIGH RISK"}
 # ANSI SGR codes of the colours of a terminal report (`nsstuck diagnose` on a terminal, unless NO_COLOR)
@@ -26,12 +26,24 @@ def headline(diagnosis: Diagnosis) -> str:
     if diagnosis.state is NamespaceState.NOT_FOUND:
         return f"{where}: namespace not found (already gone, or never existed)"
     if diagnosis.state is NamespaceState.ACTIVE:
-        return f"{where}: namespace is Active, not being deleted"
+        if diagnosis.prediction is None:
+            return f"{where}: namespace is Active, not being deleted"
+        return f"{where}: namespace is Active; {foresight(diagnosis.prediction)}"
     age = human_seconds(diagnosis.terminating_for_seconds or 0)
     blocking = [f for f in diagnosis.findings if f.blocking]
     if not blocking:
         return f"{where}: Terminating for {age}; not stuck yet, content is still being deleted"
     return f"{where}: Terminating for {age}; stuck: {blocking[0].cause.value}: {blocking[0].summary}"
+
+
+def foresight(prediction: Prediction) -> str:
+    """What deleting the Active namespace now would meet, in one clause."""
+    reason = next((f for f in prediction.findings if f.blocking), None)
+    if reason is not None:
+        return f"deleting it now would get stuck: {reason.cause.value}: {reason.summary}"
+    if not prediction.complete:
+        return "deleting it now: nothing seen would hold it, but the evidence is incomplete (see below)"
+    return "deleting it now: nothing would hold it"
 
 
 def _remedy_lines(index: int, remedy: Remedy, colour: bool = False) -> list[str]:
@@ -48,9 +60,14 @@ def _remedy_lines(index: int, remedy: Remedy, colour: bool = False) -> list[str]
     return lines
 
 
-def _finding_lines(number: int, finding: Finding, colour: bool = False) -> list[str]:
-    flag = _paint("BLOCKING", _RED, colour) if finding.blocking else _paint("not blocking", _DIM, colour)
+def _finding_lines(number: int, finding: Finding, colour: bool = False, *, predicted: bool = False) -> list[str]:
+    if predicted:
+        flag = _paint("WOULD BLOCK", _RED, colour) if finding.blocking else _paint("would not block", _DIM, colour)
+    else:
+        flag = _paint("BLOCKING", _RED, colour) if finding.blocking else _paint("not blocking", _DIM, colour)
     lines = [f"[{number}] {_paint(finding.cause.value, _BOLD, colour)} ({flag}): {finding.summary}"]
+    if predicted and finding.controller is not None:
+        lines.append(f"  its controller: {finding.controller.state.value}")
     if finding.evidence:
         lines.append("  evidence:")
         lines.extend(f"  - {e}" for e in finding.evidence)
@@ -60,7 +77,7 @@ def _finding_lines(number: int, finding: Finding, colour: bool = False) -> list[
         if len(finding.objects) > 20:
             lines.append(f"  - ... and {len(finding.objects) - 20} more")
     if finding.remedies:
-        lines.append("  remedies, safest first:")
+        lines.append("  before the delete, safest first:" if predicted else "  remedies, safest first:")
         for i, remedy in enumerate(finding.remedies, 1):
             lines.extend(_remedy_lines(i, remedy, colour))
     return lines
@@ -79,4 +96,25 @@ def render_text(diagnosis: Diagnosis, *, colour: bool = False) -> str:
     for number, finding in enumerate(diagnosis.findings, 1):
         lines.append("")
         lines.extend(_finding_lines(number, finding, colour))
+    if diagnosis.prediction is not None:
+        lines.extend(_prediction_lines(diagnosis.prediction, colour))
     return "\n".join(lines) + "\n"
+
+
+def _prediction_lines(prediction: Prediction, colour: bool) -> list[str]:
+    """What deleting it now would meet: the reasons, each with its evidence and what to do before the delete."""
+    if prediction.complete and not prediction.findings:
+        return []  # the headline says it all
+    lines = ["", _paint("If it were deleted now:", _BOLD, colour)]
+    if not prediction.complete:
+        lines.append(
+            _paint("INCOMPLETE", _YELLOW, colour)
+            + ": some evidence could not be collected or does not tell, so nsstuck cannot say nothing would hold it:"
+        )
+        lines.extend(f"  - {gap}" for gap in prediction.gaps)
+    if not prediction.findings:
+        lines.append("  nothing seen would hold it")
+    for number, finding in enumerate(prediction.findings, 1):
+        lines.append("")
+        lines.extend(_finding_lines(number, finding, colour, predicted=True))
+    return lines

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 from itertools import islice
@@ -121,7 +121,8 @@ def _diagnose_all(
     options: CollectOptions,
 ) -> tuple[StuckNamespace, ...]:
     started = time.monotonic()
-    collector = Collector(transport, cluster=cluster, options=options, clock=lambda: now)
+    # only terminating namespaces are asked for: one made again since the list is read alone, and skipped
+    collector = Collector(transport, cluster=cluster, options=replace(options, predict=False), clock=lambda: now)
     outcomes = collector.collect_each([name for _, name, _ in old])
     collected_ms = int((time.monotonic() - started) * 1000)
     stuck: list[StuckNamespace] = []

@@ -84,7 +84,7 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: b
     if diagnosis.state is NamespaceState.NOT_FOUND:
         line, text = f":white_check_mark: {place}: no such namespace (already gone?)", f"{plain}: not found"
     elif diagnosis.state is NamespaceState.ACTIVE:
-        line, text = f":large_green_circle: {place} is Active, not being deleted", f"{plain}: active"
+        line, text = _active(diagnosis, place, plain)
     else:
         age = human_seconds(diagnosis.terminating_for_seconds or 0)
         blocking = [f for f in diagnosis.findings if f.blocking]
@@ -105,12 +105,36 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: b
         notes.append("found by nsstuck's watch, unasked")
     if not diagnosis.complete:
         notes.append(":warning: incomplete evidence")
-    if diagnosis.findings:
+    if diagnosis.findings or has_prediction_details(diagnosis):
         notes.append("details in the thread")
     blocks = [_section(line)]
     if notes:
         blocks.append(_context(" · ".join(notes)))
     return Message(text=text, blocks=tuple(blocks))
+
+
+def _active(diagnosis: Diagnosis, place: str, plain: str) -> tuple[str, str]:
+    """An Active namespace's line, and with its prediction what deleting it now would meet."""
+    prediction = diagnosis.prediction
+    if prediction is None:
+        return f":large_green_circle: {place} is Active, not being deleted", f"{plain}: active"
+    reason = next((f for f in prediction.findings if f.blocking), None)
+    if reason is not None:
+        return (
+            f":large_orange_circle: {place} is Active; *deleting it now would get stuck*: "
+            f"{code(reason.cause.value)}: {escape(reason.summary)}",
+            f"{plain}: active; deleting it now would get stuck ({reason.cause.value})",
+        )
+    if not prediction.complete:
+        return (
+            f":large_green_circle: {place} is Active; deleting it now: nothing seen would hold it, but the evidence "
+            "is incomplete",
+            f"{plain}: active; deleting it now: evidence incomplete",
+        )
+    return (
+        f":large_green_circle: {place} is Active; deleting it now: nothing would hold it",
+        f"{plain}: active; deleting it now: nothing would hold it",
+    )
 
 
 def _remedy_lines(remedy: Remedy, index: int) -> list[str]:
@@ -143,10 +167,21 @@ def _request_buttons(run_id: int, numbered: list[tuple[int, Remedy]], *, block_i
     return {"type": "actions", "block_id": block_id, "elements": elements} if elements else None
 
 
-def _finding_blocks(number: int, finding: Finding, *, run_id: int | None = None) -> tuple[list[Block], bool]:
+def has_prediction_details(diagnosis: Diagnosis) -> bool:
+    """An Active namespace's prediction names reasons or gaps: they go in the verdict's thread."""
+    prediction = diagnosis.prediction
+    return prediction is not None and bool(prediction.findings or prediction.gaps)
+
+
+def _finding_blocks(
+    number: int, finding: Finding, *, run_id: int | None = None, predicted: bool = False
+) -> tuple[list[Block], bool]:
     """The blocks of one finding, and whether a list had to be cut. With `run_id`, the remedies that
-    change the cluster get a button that files a remediation request."""
-    flag = "blocking" if finding.blocking else "not blocking"
+    change the cluster get a button that files a remediation request (a prediction's never do)."""
+    if predicted:
+        flag = "would block" if finding.blocking else "would not block"
+    else:
+        flag = "blocking" if finding.blocking else "not blocking"
     cut = False
     blocks = [_section(f"*{number}. {code(finding.cause.value)}* ({flag}): {escape(finding.summary)}")]
     if finding.controller is not None:
@@ -175,8 +210,8 @@ def _finding_blocks(number: int, finding: Finding, *, run_id: int | None = None)
         if len(numbered) >= MAX_REMEDIES:  # the last one (often the last resort) always stays visible
             lines.extend(_remedy_lines(numbered[-1][1], numbered[-1][0]))
             shown = [*shown, numbered[-1]]
-        blocks.extend(_sections("Remedies, safest first", lines))
-        if run_id is not None:
+        blocks.extend(_sections("Before the delete" if predicted else "Remedies, safest first", lines))
+        if run_id is not None and not predicted:
             buttons = _request_buttons(run_id, shown, block_id=f"remedies:{run_id}:{number}")
             if buttons is not None:
                 blocks.append(buttons)
@@ -201,6 +236,18 @@ def report_parts(diagnosis: Diagnosis, *, run_id: int | None = None) -> tuple[li
         finding_blocks, finding_cut = _finding_blocks(number, finding, run_id=run_id)
         blocks.extend(finding_blocks)
         cut = cut or finding_cut
+    prediction = diagnosis.prediction
+    if prediction is not None:
+        blocks.append(_section("*If it were deleted now* (nothing is deleted: no fix here files a request)"))
+        if not prediction.complete:
+            gaps = [f"• {escape(str(g))}" for g in prediction.gaps]
+            blocks.extend(_sections(":warning: Incomplete evidence, so nsstuck cannot say nothing would hold it", gaps))
+        for number, finding in enumerate(prediction.findings, 1):
+            finding_blocks, finding_cut = _finding_blocks(number, finding, predicted=True)
+            blocks.extend(finding_blocks)
+            cut = cut or finding_cut
+        if not prediction.findings and prediction.complete:
+            blocks.append(_section("Nothing would hold this namespace."))
     if not blocks:
         blocks.append(_section("Nothing holds this namespace."))
     messages = pack(blocks)

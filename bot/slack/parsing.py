@@ -16,7 +16,8 @@ MAX_ECHO = 24  # characters of the caller's own words quoted back in a message
 FORMS = (
     (
         "/nsstuck <cluster> <namespace>",
-        "diagnose it; the verdict goes to this channel, the evidence and the remedies (safest first) to its thread",
+        "diagnose it; the verdict goes to this channel, the evidence and the remedies (safest first) to its "
+        "thread (for an Active namespace: what deleting it now would meet)",
     ),
     ("/nsstuck clusters", "the clusters you can name here, each checked (reachable, identity, permissions)"),
     ("/nsstuck history [<cluster> [<namespace>]]", "past incidents"),

@@ -2,7 +2,9 @@
 that run nsstuck (`nsstuck`, `.venv/bin/nsstuck`, `kubectl nsstuck`) must all be in "Try it without a
 cluster", and that block runs as written, line by line in bash, against the Kubernetes emulator it
 starts itself (`python -m tests.fakes.kubeapi ... &`), with /tmp/ moved to the test's own folder.
-A line ending in `# exit N` must exit N, every other line 0."""
+A line ending in `# exit N` must exit N, every other line 0; an `export` line sets what the lines after
+it see, as in one shell. The command of a CI snippet (a YAML block's `- nsstuck ...` or `run: nsstuck
+...`, issue 27) must be the command of a line of that block too."""
 
 from __future__ import annotations
 
@@ -63,6 +65,27 @@ def test_every_nsstuck_example_is_in_the_block_that_runs() -> None:
     assert sum(_runs_nsstuck(line) for line in covered) >= 8
 
 
+_YAML_BLOCK = re.compile(r"```yaml\n(.*?)```", re.S)
+_CI_STEP = re.compile(r"^\s*(?:-\s+|run:\s+)(.*)$")
+
+
+def _command(line: str) -> str:
+    """A shell line without its comment, its words as bash splits them."""
+    return " ".join(shlex.split(line, comments=True))
+
+
+def test_every_ci_snippet_runs_in_the_block() -> None:
+    ran = {_command(line) for line in _try_it_block()}
+    steps = [
+        match.group(1)
+        for block in _YAML_BLOCK.finditer(README.read_text())
+        for line in block.group(1).splitlines()
+        if (match := _CI_STEP.match(line)) and _runs_nsstuck(match.group(1))
+    ]
+    assert steps, "the README shows no CI snippet running nsstuck"
+    assert [step for step in steps if _command(step) not in ran] == []
+
+
 def test_the_try_it_block_runs_against_the_emulator(tmp_path: Path) -> None:
     lines = _try_it_block()
     assert lines[0] == "make install"  # done already: the tests run in the installed .venv
@@ -90,6 +113,17 @@ def test_the_try_it_block_runs_against_the_emulator(tmp_path: Path) -> None:
         while not kubeconfig.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         for line in lines[2:]:
+            if line.startswith("export "):  # what the next lines see, as in one shell
+                exported = subprocess.run(
+                    ["bash", "--norc", "-c", f"{line.replace('/tmp/', here)}\nenv -0"],
+                    cwd=REPO,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                env = dict(item.split("=", 1) for item in exported.stdout.split("\0") if "=" in item)
+                continue
             expected = re.search(r"#\s*exit (\d+)", line)
             done = subprocess.run(
                 ["bash", "--norc", "-c", line.replace("/tmp/", here)],

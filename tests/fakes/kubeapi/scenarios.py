@@ -27,7 +27,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
@@ -445,7 +447,11 @@ class Api:
         )
 
     def delete_namespace(self, name: str) -> None:
-        """``kubectl delete namespace <name> --wait=false``."""
+        """``kubectl delete namespace <name> --wait=false`` (first waiting there while ``before_delete`` holds
+        the build, if it does)."""
+        pause = _PAUSES.get(id(self.emu))
+        if pause is not None and pause.namespace == name:
+            pause.wait()
         self.delete(f"/api/v1/namespaces/{name}")
 
 
@@ -2738,6 +2744,11 @@ def apply_scenario(emu: Any, name: str) -> Scenario:
         scenario = SCENARIOS[name]
     except KeyError:
         raise KeyError(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}") from None
+    _apply(emu, scenario)
+    return scenario
+
+
+def _apply(emu: Any, scenario: Scenario) -> None:
     options = getattr(emu, "options", None)
     for key, value in scenario.options.items():
         if isinstance(options, dict):
@@ -2748,7 +2759,79 @@ def apply_scenario(emu: Any, name: str) -> Scenario:
     if ctrls is not None:
         ctrls.configure(**dict(scenario.options))
     scenario.build(emu)
-    return scenario
+
+
+# --------------------------------------------------------------------------------------------
+# Before the delete (issue 27): a scenario's namespace as it stood right before `kubectl delete namespace`.
+
+
+class _Stopped(Exception):
+    """The test that held the build failed: the build stops at the delete instead of carrying on."""
+
+
+class _Pause:
+    """Holds a build at the DELETE of one namespace until the test lets it go on."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.reached = threading.Event()
+        self.go_on = threading.Event()
+        self.held = False
+        self.stop = False
+
+    def wait(self) -> None:
+        self.held = True
+        self.reached.set()
+        self.go_on.wait()
+        if self.stop:
+            raise _Stopped
+
+
+# emulator id -> the pause its build holds at (one build at a time per emulator)
+_PAUSES: dict[int, _Pause] = {}
+
+
+@contextmanager
+def before_delete(emu: Any, scenario: Scenario) -> Iterator[Scenario]:
+    """Build ``scenario`` on a started emulator up to the DELETE of its namespace, and yield there: the
+    cluster as it stood right before ``kubectl delete namespace`` (nothing runs meanwhile: the controllers
+    run only where the build settles them, and the FakeClock stands still). On leaving, the build goes on
+    exactly as ``apply_scenario`` would have run it: the delete, then whatever follows it (the namespace
+    controller and the others running, the clock advancing). ``scenario`` may be a library scenario with
+    other options (``dataclasses.replace``). Raises if the build ends without deleting its namespace."""
+    pause = _Pause(scenario.expected.namespace)
+    failure: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            _apply(emu, scenario)
+        except _Stopped:
+            pass
+        except BaseException as err:  # handed to the test's thread, which raises it
+            failure.append(err)
+        finally:
+            pause.reached.set()
+
+    _PAUSES[id(emu)] = pause
+    worker = threading.Thread(target=build, name=f"scenario-{scenario.name}", daemon=True)
+    worker.start()
+    try:
+        pause.reached.wait()
+        if failure:
+            raise failure[0]
+        if not pause.held:
+            raise RuntimeError(f"scenario {scenario.name} never deletes namespace {pause.namespace}")
+        try:
+            yield scenario
+        except BaseException:
+            pause.stop = True
+            raise
+    finally:
+        pause.go_on.set()
+        worker.join()
+        _PAUSES.pop(id(emu), None)
+    if failure:
+        raise failure[0]
 
 
 def pods_of(emu: Any, namespace: str) -> list[JSON]:

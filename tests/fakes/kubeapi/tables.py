@@ -92,13 +92,13 @@ def _pod_row(obj: dict[str, Any]) -> list[Any]:
 
 
 def _node_status(obj: dict[str, Any]) -> str:
+    """pkg/printers/internalversion/printers.go, printNode: `Ready` when the Ready condition is True,
+    `NotReady` for False and Unknown alike (a lost kubelet's node reads NotReady), `Unknown` without one."""
     conds = (obj.get("status") or {}).get("conditions") or []
     ready = next((c for c in conds if c.get("type") == "Ready"), None)
     text = "Unknown"
     if ready is not None:
-        text = (
-            "Ready" if ready.get("status") == "True" else ("NotReady" if ready.get("status") == "False" else "Unknown")
-        )
+        text = "Ready" if ready.get("status") == "True" else "NotReady"
     if (obj.get("spec") or {}).get("unschedulable"):
         text += ",SchedulingDisabled"
     return text
