@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bot import __version__
 from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError, UserError
-from bot.settings import AppConfig, Settings, load_config, load_settings
 
+# the settings' model (pydantic) is imported by the commands that read settings, the others start
+# without it (`diagnose --kubeconfig`), as they start without the store, Slack or the scheduler
 if TYPE_CHECKING:
     from bot.domain.findings import Diagnosis
     from bot.kube.collecting import Progress
     from bot.kube.connecting import ClusterTarget
+    from bot.settings import AppConfig, Settings
     from bot.store.database import Database
     from bot.store.migrating import MigrationTarget
 
@@ -48,6 +50,8 @@ class Context:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            from bot.settings import load_settings
+
             self._settings = load_settings()
         return self._settings
 
@@ -62,6 +66,8 @@ class Context:
             explicit = getattr(self.args, "config", None) is not None
             # the default path may be absent (ad-hoc use with --kubeconfig); a named file may not
             required = explicit or not self.settings.config_path_is_default
+            from bot.settings import load_config
+
             self._config = load_config(self.config_path, required=required)
         return self._config
 
@@ -171,34 +177,49 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             "NSSTUCK_DATABASE_URL",
             f"the database schema is at {current or 'nothing'}, not {head}: run `nsstuck db upgrade` first",
         )
+    from bot import logs
     from bot.kube.collecting import CollectOptions
     from bot.kube.registry import ClusterRegistry
     from bot.scheduler import running as scheduling
     from bot.scheduler.jobs import job_list
     from bot.services.answering import Answering
-    from bot.services.diagnosing import diagnose_registered
     from bot.services.digesting import clock_for
     from bot.services.metrics import Metrics
     from bot.services.outbox import Outbox
     from bot.services.remediating import Remediation, remediation_open
+    from bot.services.supervising import WORKER_NICENESS, Priority, WorkerPool, default_size
+    from bot.services.working import WorkerSetup
     from bot.slack.app import create_app
     from bot.slack.directory import PeopleDirectory
     from bot.slack.notifier import SlackNotifier
     from bot.slack.server import serve
 
     # the composition root: the pieces are built here, once, and handed to each other
-    workers = 4  # diagnoses at once: each fans out on its collector's pool already
     db = Database(settings.database_url)
     metrics = Metrics()
-    # a client per cluster kept between diagnoses, with room for every worker's requests at once
     clusters = ClusterRegistry.from_config(
         config,
         ctx.config_path,
-        pool_size=workers * CollectOptions().workers,
+        pool_size=CollectOptions().workers,
         credential_timeout=settings.credential_timeout_seconds,
     )
+    # diagnoses (and remediation's re-checks) run in worker processes, started now, in the background:
+    # the bot answers while they start, and a job waits for the first that is ready
+    deadline = settings.diagnosis_deadline_seconds
+    options = CollectOptions(deadline=deadline, call_timeout=min(10.0, deadline))
+    workers = WorkerPool(
+        size=settings.diagnosis_workers or default_size(),
+        setup=WorkerSetup(
+            log_level=logging.getLevelName(logging.getLogger().level),
+            log_format=logs.current_format(),
+            credential_timeout=settings.credential_timeout_seconds,
+            pool_size=options.workers,
+            niceness=WORKER_NICENESS,
+        ),
+        metrics=metrics,
+    )
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
-    diagnoser = partial(diagnose_registered, clusters)
+    diagnoser = workers.diagnoser(clusters.target, priority=Priority.PERSON, options=options)
     outbox = Outbox(db, slack, remediable=partial(remediation_open, config))
     answering = Answering(
         db,
@@ -206,11 +227,17 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         outbox=outbox,
         metrics=metrics,
         outage_seconds=settings.db_outage_seconds,
-        workers=workers,
+        workers=workers.size,  # one waiting for each worker: the rest wait in answering's queue, bounded
         queue_limit=settings.diagnosis_queue,
     )
     remediation = Remediation(
-        db, config=config, settings=settings, clusters=clusters, notifier=slack, people=PeopleDirectory(slack.client)
+        db,
+        config=config,
+        settings=settings,
+        clusters=clusters,
+        notifier=slack,
+        people=PeopleDirectory(slack.client),
+        check_cause=workers.check_cause,
     )
     from bot.services.clusterchecking import ClusterChecks
 
@@ -224,7 +251,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         answering=answering,
         remediation=remediation,
         cluster_checks=checks,
-        closing=(answering.close, remediation.close, checks.close, slack.close, clusters.close),
+        closing=(answering.close, remediation.close, workers.close, checks.close, slack.close, clusters.close),
     )
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     jobs = job_list(
@@ -232,7 +259,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         config=config,
         db=db,
         clusters=clusters,
-        diagnoser=diagnoser,
+        diagnoser=workers.diagnoser(clusters.target, priority=Priority.SCHEDULE, options=options),
         outbox=outbox,
         remediation=remediation,
         notifier=slack,
@@ -242,7 +269,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     scheduler = scheduling.start(jobs)
 
     def alive() -> list[str]:  # /healthz: what the process cannot do without
-        return [*scheduling.problems(scheduler), *answering.problems(), *remediation.problems()]
+        return [*scheduling.problems(scheduler), *answering.problems(), *remediation.problems(), *workers.problems()]
 
     try:
         serve(
@@ -312,13 +339,14 @@ def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
     (`--kubeconfig`, else `$KUBECONFIG`, a path list, else `~/.kube/config`) with its current context
     or `--context`, whether or not the config file lists clusters."""
     from bot.kube.connecting import ClusterTarget, current_context, joined, kubeconfig_paths
-    from bot.kube.registry import ClusterRegistry
 
     if args.cluster and args.kubeconfig:
         raise UserError("use either --cluster NAME or --kubeconfig PATH, not both")
     if args.cluster and args.context:
         raise UserError("use either --cluster NAME (its context is in the config file) or --context NAME, not both")
     if args.cluster:
+        from bot.kube.registry import ClusterRegistry
+
         cluster = ctx.config.require_cluster(args.cluster)  # unknown: said with the closest registered name
         return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(cluster.cluster_name)
     paths = kubeconfig_paths(args.kubeconfig, os.environ)

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from bot.domain.findings import Diagnosis, NamespaceState
-from bot.domain.snapshot_codec import compress_snapshot
 from bot.services.diagnosing import DiagnosisResult
 from bot.store.database import Database
 
@@ -24,30 +23,32 @@ def record(
     db: Database, result: DiagnosisResult, *, trigger: str, requested_by: str, post_channel: str | None = None
 ) -> Recorded:
     """Commit the run (and its incident, for a terminating namespace) before anything is posted."""
-    diagnosis = result.diagnosis
-    # encoded before the transaction: the database (SQLite's one writer) is not held while the CPU works
-    report, snapshot = diagnosis.to_json(), compress_snapshot(result.snapshot)
+    summary = result.summary
+    # in the stored forms, made before the transaction (in the worker process that diagnosed, for the
+    # bot): the database (SQLite's one writer) is not held while the CPU works
+    report, snapshot = result.report, result.snapshot_data
+    cause = summary.cause.value if summary.cause else None
     with db.unit_of_work() as uow:
         incident = None
-        if diagnosis.state is NamespaceState.TERMINATING and diagnosis.namespace_uid:
+        if summary.state is NamespaceState.TERMINATING and summary.namespace_uid:
             incident = uow.incidents.open_for(
-                cluster=diagnosis.cluster,
-                namespace=diagnosis.namespace,
-                namespace_uid=diagnosis.namespace_uid,
-                terminating_since=diagnosis.deletion_timestamp,
-                cause=diagnosis.cause.value if diagnosis.cause else None,
+                cluster=summary.cluster,
+                namespace=summary.namespace,
+                namespace_uid=summary.namespace_uid,
+                terminating_since=summary.deletion_timestamp,
+                cause=cause,
             )
         run_id = uow.diagnoses.record(
             incident_id=incident.id if incident else None,
-            cluster=diagnosis.cluster,
-            namespace=diagnosis.namespace,
+            cluster=summary.cluster,
+            namespace=summary.namespace,
             trigger=trigger,
             requested_by=requested_by,
-            started_at=diagnosis.observed_at,
+            started_at=summary.observed_at,
             duration_ms=result.duration_ms,
-            state=diagnosis.state.value,
-            cause=diagnosis.cause.value if diagnosis.cause else None,
-            complete=diagnosis.complete,
+            state=summary.state.value,
+            cause=cause,
+            complete=summary.complete,
             report=report,
             snapshot=snapshot,
             post_channel=post_channel,

@@ -22,6 +22,7 @@ from bot.logs import bind, carrying, log_context
 from bot.remediation import permissions, policy
 from bot.remediation.executing import Executor
 from bot.remediation.identity import PeopleDirectory, approver_identity
+from bot.remediation.rechecking import CauseCheck, CauseChecked
 from bot.remediation.requests import (
     Filed,
     RequestView,
@@ -63,6 +64,7 @@ class Remediation:
         notifier: RemediationNotifier,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         people: PeopleDirectory | None = None,
+        check_cause: Callable[[CauseCheck], CauseChecked] | None = None,
     ) -> None:
         self.db = db
         self.config = config
@@ -78,6 +80,7 @@ class Remediation:
             clock=clock,
             acting_as=self._acting_as,
             not_granted=self._not_granted,
+            check_cause=check_cause,  # the re-check before acting: in a worker process of `serve`
         )
         self.executions = ThreadPoolExecutor(max_workers=EXECUTION_WORKERS, thread_name_prefix="nsstuck-execute")
 
