@@ -31,6 +31,7 @@ import argparse
 import base64
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -112,22 +113,40 @@ def build_cluster(emu: Emulator, *, types: int, objects: int) -> None:
     http.delete(f"/api/v1/namespaces/{NAMESPACE}")
 
 
-def run_measured(command: list[str] | str, *, env: dict[str, str], shell: bool = False) -> tuple[float, int, str]:
-    """(seconds, peak RSS in KiB of the largest process in the tree, stdout)."""
-    started = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, env=env, shell=shell)
-        _, status, usage = os.wait4(process.pid, 0)
-        elapsed = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
+# Runs a command and writes "seconds peak_rss_kib exit_code" to the file named first. A process of its
+# own, small, starts the command: the peak RSS the kernel keeps for a process counts the memory of the
+# process it was forked from (until its exec), and this benchmark's process holds the emulated clusters
+_RUNNER = """
+import os, sys, time
+out, command = sys.argv[1], sys.argv[2:]
+started = time.perf_counter()
+pid = os.posix_spawnp(command[0], command, os.environ)
+_, status, usage = os.wait4(pid, 0)
+elapsed = time.perf_counter() - started
+with open(out, "w") as f:
+    f.write(f"{elapsed} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}")
+"""
+
+
+def run_measured(command: list[str], *, env: dict[str, str]) -> tuple[float, int, str]:
+    """(seconds, peak RSS in KiB, stdout) of `command`, started by a small runner process (see _RUNNER)."""
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r") as figures:
+        subprocess.run(
+            [sys.executable, "-c", _RUNNER, figures.name, *command],
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            check=True,
+        )
+        seconds, peak, code = figures.read().split()
         out.seek(0)
         text = out.read().decode()
-    if process.returncode != 0:
-        raise SystemExit(f"{command!r} failed with exit code {process.returncode}")
-    return elapsed, int(usage.ru_maxrss), text
+    if int(code) != 0:
+        raise SystemExit(f"{command!r} failed with exit code {code}")
+    return float(seconds), int(peak), text
 
 
-def measure(shape: Shape, repeat: int, latency_ms: float, work: Path) -> dict[str, Any]:
+def measure(shape: Shape, repeat: int, latency_ms: float, work: Path, program: list[str]) -> dict[str, Any]:
     emu = Emulator(clock=FakeClock(), seed=0, controllers=False)
     emu.start()
     try:
@@ -143,8 +162,7 @@ def measure(shape: Shape, repeat: int, latency_ms: float, work: Path) -> dict[st
         env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": str(work), "PYTHONPATH": str(REPO)}
         env.pop("NSSTUCK_CONFIG", None)
 
-        nsstuck = [str(Path(sys.executable).parent / "nsstuck"), "diagnose", NAMESPACE, "--kubeconfig",
-                   str(kubeconfig), "--json"]  # fmt: skip
+        nsstuck = [*program, "diagnose", NAMESPACE, "--kubeconfig", str(kubeconfig), "--json"]
         # -P: bench/ itself is not put first on sys.path (bench/socket.py would hide the standard library's)
         floor = [sys.executable, "-P", str(REPO / "bench" / "_floor.py"), server, emu.user_token, str(ca_file)]
         floor.append(NAMESPACE)
@@ -196,12 +214,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--repeat", type=int, default=5, help="runs of each process (the median is reported)")
     parser.add_argument("--only", choices=[s.name for s in SHAPES], help="measure one cluster only")
+    parser.add_argument(
+        "--nsstuck",
+        default=str(Path(sys.executable).parent / "nsstuck"),
+        help="the nsstuck program to measure (a command line; default: this checkout's console script), "
+        "e.g. a script running another checkout's bot.cli, to compare two revisions in one run",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="nsstuck-bench-"))
     ticks, machine_before, started, ours_before = cpu_ticks(), machine_cpu(), time.monotonic(), _our_cpu()
-    results = {s.name: measure(s, args.repeat, args.latency_ms, work) for s in SHAPES if args.only in (None, s.name)}
+    program = shlex.split(args.nsstuck)
+    results = {
+        s.name: measure(s, args.repeat, args.latency_ms, work, program) for s in SHAPES if args.only in (None, s.name)
+    }
     stolen = stolen_share(ticks, cpu_ticks())
     # what other processes of the machine took meanwhile (other work on it makes the timings noisy)
     busy, every = (after - before for after, before in zip(machine_cpu(), machine_before, strict=True))
