@@ -218,6 +218,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             niceness=WORKER_NICENESS,
         ),
         metrics=metrics,
+        max_rss_mb=settings.worker_max_rss_mb,
     )
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
     diagnoser = workers.diagnoser(clusters.target, priority=Priority.PERSON, options=options)

@@ -55,7 +55,8 @@ class Metrics:
         )
         self.workers_replaced = Counter(
             "nsstuck_workers_replaced_total",
-            "Worker processes replaced, by why: died (exited or killed during a job, or between jobs), hung",
+            "Worker processes replaced, by why: died (exited or killed during a job, or between jobs), hung, "
+            "memory (holding more than NSSTUCK_WORKER_MAX_RSS_MB after a job)",
             ["reason"],
             registry=self.registry,
         )

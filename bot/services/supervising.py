@@ -173,11 +173,15 @@ class WorkerPool:
         setup: WorkerSetup,
         metrics: Metrics | None = None,
         start_method: str | None = None,
+        max_rss_mb: float | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("a worker pool needs one worker at least")
         self.size = size
         self.setup = setup
+        # a worker holding more than this after a job (a huge namespace's objects, which CPython keeps
+        # in its arenas) is replaced by a fresh one, so that the bot's memory stays bounded
+        self.max_rss_mb = max_rss_mb
         self.metrics = metrics or Metrics()
         method = start_method or ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
         self.context: Any = multiprocessing.get_context(method)
@@ -386,6 +390,18 @@ class WorkerPool:
             else:
                 self.metrics.worker_jobs.labels(kind=kind, outcome="done").inc()
                 task.future.set_result(answer.value)
+            held = _rss_mb(worker.pid) if self.max_rss_mb is not None and replace else None
+            if held is not None and self.max_rss_mb is not None and held > self.max_rss_mb:
+                log.info(
+                    "worker pid %d holds %.0f MB after the %s (more than %g MB): replaced by a fresh one",
+                    worker.pid,
+                    held,
+                    what,
+                    self.max_rss_mb,
+                )
+                self._stop(slot)
+                self.metrics.workers_replaced.labels(reason="memory").inc()
+                self._start(slot)
             return
         if ready:  # died in the middle of the job
             worker.process.join(5)
@@ -433,6 +449,17 @@ class WorkerPool:
             worker.process.join(5)
         worker.pipe.close()
         self.metrics.workers_alive.dec()
+
+
+def _rss_mb(pid: int) -> float | None:
+    """The resident memory of a process (Linux), or None where /proc does not tell."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _name(slot: _Slot) -> str:

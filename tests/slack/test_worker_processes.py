@@ -222,3 +222,26 @@ def test_a_worker_keeps_its_cluster_client_between_diagnoses_until_the_kubeconfi
         kubeconfig = tmp_path / "prod.kubeconfig"
         kubeconfig.write_text(kubeconfig.read_text() + "\n")
         assert diagnosed(CAROL, 3) > 0
+
+
+def test_a_worker_holding_too_much_memory_after_a_job_is_replaced(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    # any worker holds more than 1 MB: each is replaced after its job, and the next job runs on a fresh one
+    env = {**DEBUG, "NSSTUCK_DIAGNOSIS_WORKERS": "1", "NSSTUCK_WORKER_MAX_RSS_MB": "1"}
+    with running_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env) as bot:
+        bot.driver.slash_command("/nsstuck", "prod-eu ddd", user=ALICE, channel=OPS_CHANNEL)
+        first = _worker_of(bot, "ddd")
+        assert "stuck" in _verdict(bot, "ddd")
+        bot.driver.slash_command("/nsstuck", "prod-eu gone", user=BOB, channel=OPS_CHANNEL)
+        assert _verdict(bot, "gone").endswith(": not found")
+        second = _worker_of(bot, "gone")
+        assert second != first
+        log = bot.log.read_text()
+        assert re.search(
+            rf"worker pid {first} holds [0-9]+ MB after the diagnosis of prod-eu/ddd \(more than 1 MB\)", log
+        )
+        metrics = _metrics(bot)
+        assert re.search(r'^nsstuck_workers_replaced_total\{reason="memory"\} [12]\.0$', metrics, re.MULTILINE)
+        assert "nsstuck_workers_alive 1.0" in metrics
+        assert not _alive(first)
