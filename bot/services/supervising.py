@@ -66,6 +66,8 @@ RESTART_PAUSE = 0.5
 RESTART_PAUSE_MAX = 30.0
 # how many starts in a row may fail before /healthz says the pool is broken
 FAILED_STARTS_UNHEALTHY = 3
+# how often an idle worker's thread looks whether its worker is still there
+IDLE_CHECK_SECONDS = 1.0
 # added to the workers' scheduling priority: on a busy machine the bot's threads (acknowledging Slack,
 # recording, posting) are served before the diagnoses
 WORKER_NICENESS = 10
@@ -290,9 +292,16 @@ class WorkerPool:
             while True:
                 with self._lock:
                     self._idle += 1
-                _, _, task = self._queue.get()
-                with self._lock:
-                    self._idle -= 1
+                try:
+                    _, _, task = self._queue.get(timeout=IDLE_CHECK_SECONDS)
+                except queue.Empty:
+                    task = None
+                finally:
+                    with self._lock:
+                        self._idle -= 1
+                if task is None:  # nothing to do: is the worker still there?
+                    self._check_idle(slot)
+                    continue
                 if task is _STOP:
                     return
                 if not task.future.set_running_or_notify_cancel():
@@ -311,6 +320,19 @@ class WorkerPool:
             return
         finally:
             self._stop(slot)
+
+    def _check_idle(self, slot: _Slot) -> None:
+        """Replace a worker that died while it waited for a job (one that never ran a job counts as a start
+        that failed: the next is tried after a pause, growing, and /healthz says so after a few)."""
+        worker = slot.worker
+        if worker is None or worker.process.is_alive():
+            return
+        if worker.jobs == 0:
+            slot.failed_starts += 1
+            time.sleep(slot.pause)
+            slot.pause = min(slot.pause * 2, RESTART_PAUSE_MAX)
+        self._replace(slot, "died", f"worker pid {worker.pid} {worker.how_it_ended()} while idle")
+        self._start(slot)
 
     def _run_once(self, task: _Task) -> None:
         """One job on a worker of its own, stopped once it answered."""
@@ -350,7 +372,6 @@ class WorkerPool:
                 continue
             theirs.close()  # the worker's end: once it exits, reading ours ends
             slot.worker = _Worker(process, mine)
-            slot.pause = RESTART_PAUSE
             self.metrics.workers_alive.inc()
             log.debug("diagnosis worker %s started (pid %d)", _name(slot), slot.worker.pid)
         return slot.worker
