@@ -17,9 +17,14 @@ time limit, whichever comes first:
 - a worker that dies in the middle of a job (killed, out of memory) fails that job only, with an
   error its asker is told (`WorkerLostError`); the others' jobs carry on, and it is replaced at once;
 - a worker still busy past the job's limit (its collection deadline, plus the time a credential
-  plugin and a last call may take, plus a grace) is killed and replaced, its job failed the same way.
+  plugin and a last call may take, plus a grace) is killed and replaced, its job failed the same way;
+- a worker holding more memory than `max_rss_mb` after its job is replaced by a fresh one.
 Unlike `concurrent.futures.ProcessPoolExecutor`, where a worker that dies breaks the pool and fails
-every job in it. Jobs wait in one queue, a person's before the clock's (`Priority`).
+every job in it. While it waits for a job, the thread looks every second whether its worker is still
+there (one that dies as it starts, again and again, makes `/healthz` fail). Jobs wait in one queue:
+an approved change's re-check first (when every worker is busy it gets a worker of its own, stopped
+after it: a change never waits for a diagnosis), then a person's command, then the clock's jobs
+(`Priority`).
 """
 
 from __future__ import annotations
