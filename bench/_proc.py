@@ -45,3 +45,73 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under `pid` (children, theirs, ...), found by their parent ids in /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        parents.setdefault(ppid, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def tree(pid: int) -> list[int]:
+    """`pid` and its descendants."""
+    return [pid, *descendants(pid)]
+
+
+def pss_mb(pid: int) -> float:
+    """The proportional set size of a process: its share of the pages it shares with others (the fork
+    server's pages with each worker) plus its own; summed over processes, the memory they take."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no Pss for process {pid}")
+
+
+def tree_memory_mb(pid: int) -> tuple[float, float, int]:
+    """(RSS summed, PSS summed, how many processes) over `pid` and its descendants."""
+    rss = pss = 0.0
+    count = 0
+    for member in tree(pid):
+        try:
+            rss += rss_mb(member)
+            pss += pss_mb(member)
+        except (OSError, RuntimeError):
+            continue  # gone meanwhile
+        count += 1
+    return rss, pss, count
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time so far of `pid` and its descendants alive now."""
+    total = 0.0
+    for member in tree(pid):
+        try:
+            total += cpu_seconds(member)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def tree_rss_mb(pid: int) -> float:
+    """RSS summed over `pid` and its descendants (pages they share are counted in each)."""
+    total = 0.0
+    for member in tree(pid):
+        try:
+            total += rss_mb(member)
+        except (OSError, RuntimeError):
+            continue
+    return total

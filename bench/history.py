@@ -172,7 +172,7 @@ def explain(db: Database, cluster: str) -> list[str]:
     with db.unit_of_work() as uow:
         repository = HistoryRepository(uow.session)
         for status in ("open", "resolved"):
-            statement = repository._page(status, cluster, None, 20)
+            statement = repository._page(status, repository._scope(cluster, None, None), 20)
             sql = statement.compile(uow.session.get_bind(), compile_kwargs={"literal_binds": True})
             rows = uow.session.execute(text(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}"))
             plans.append(f"-- {status}\n" + "\n".join(str(row[0]) for row in rows))

@@ -25,14 +25,16 @@ Measured in the same run:
   the database, every run marked posted; every approved request executed exactly once (its audit
   entries, its one outcome line in the thread), every Approve click counted or answered privately,
   and the audit trail intact;
-- the bot's RSS every second (VmRSS of /proc/PID/status) over the minute of load: at its start,
-  middle and end, and the slope over its second half;
+- the bot's RSS every second over the minute of load, summed over its processes (VmRSS of
+  /proc/PID/status of the bot, its diagnosis workers and their fork server): at its start, middle and
+  end, and the slope over its second half;
 - for the reader: the time from each command to its verdict in Slack, and the CPU used over the
   minute by the bot, the emulators, this process and every other process on the machine (when
   other work takes a good part of the machine, the figures are noisy).
 
 Targets: ack p99 < 100 ms (commands and clicks alike); nothing lost; memory steady: the RSS grows over
-the second half of the minute by at most half what it grew over the first half, or by less than 5 MB.
+the second half of the minute by at most half what it grew over the first half, or by less than 5 MB;
+memory bounded: under 400 MB at the end of the minute, the bot and its workers together.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from sqlalchemy import create_engine, text
 
 from bench._emulators import emulated_clusters
 from bench._load_fleet import namespace_of, remediable
-from bench._proc import cpu_seconds, io_stalled_seconds, machine_cpu, rss_mb
+from bench._proc import cpu_seconds, io_stalled_seconds, machine_cpu, tree_cpu_seconds, tree_memory_mb, tree_rss_mb
 from bench._report import Check, finish, percentile
 from bot.store import migrating
 from tests.fakes.slackapi import SlackEmulator
@@ -75,6 +77,7 @@ GROUP = "S0LOADAPP"
 ASKED_BY = re.compile(r"asked by <@(U[A-Z0-9]+)>")
 REQUEST_ID = re.compile(r"Remediation request #([0-9]+)")
 MEMORY_ALLOWANCE_MB = 5.0
+MEMORY_LIMIT_MB = 400.0  # the bot with its diagnosis workers, RSS summed over the processes
 
 T = TypeVar("T")
 
@@ -180,7 +183,7 @@ class RssSampler:
         next_at = time.monotonic()
         while True:
             try:
-                now, mb, ours = time.monotonic(), rss_mb(self.pid), self.ours()
+                now, mb, ours = time.monotonic(), tree_rss_mb(self.pid), self.ours()
             except (OSError, RuntimeError):
                 return
             self.samples.append((now, mb))
@@ -411,8 +414,10 @@ def measure(options: Options, work: Path) -> Result:
         slack = workspace(options.clusters)
         try:
             with serve_process(slack, config, url, work) as bot:
-                pids = [bot.process.pid, *emulators]
-                sampler = RssSampler(bot.process.pid, lambda: sum(map(cpu_seconds, pids)) + time.process_time())
+                pid = bot.process.pid
+                sampler = RssSampler(
+                    pid, lambda: tree_cpu_seconds(pid) + sum(map(cpu_seconds, emulators)) + time.process_time()
+                )
                 sampler.start()
                 try:
                     figures, load, outcomes, window = drive(
@@ -468,8 +473,10 @@ def drive(
     flows: list[threading.Thread] = []
     events = sorted([(t, "command", i) for t, i in plan] + [(t, "remediation", r) for r, t in enumerate(starts)])
     pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="load")
+    # the bot's CPU is its own and its workers' (the processes under it)
     pids = {"bot": [bot.process.pid], "emulators": emulators}
-    cpu_before = {name: sum(cpu_seconds(pid) for pid in group) for name, group in pids.items()}
+    cpu_of = {"bot": tree_cpu_seconds, "emulators": cpu_seconds}
+    cpu_before = {name: sum(cpu_of[name](pid) for pid in group) for name, group in pids.items()}
     here_before, machine_before, io_before = time.process_time(), machine_cpu(), io_stalled_seconds()
     begin = time.monotonic()
     for t, kind, i in events:
@@ -490,7 +497,7 @@ def drive(
     window = (begin, begin + options.seconds)
     # CPU over the load, in cores: ours, and the whole machine's (other work on it makes the figures noisy)
     figures["cpu_cores"] = {
-        name: round((sum(cpu_seconds(pid) for pid in group) - cpu_before[name]) / options.seconds, 2)
+        name: round((sum(cpu_of[name](pid) for pid in group) - cpu_before[name]) / options.seconds, 2)
         for name, group in pids.items()
     }
     figures["cpu_cores"]["harness"] = round((time.process_time() - here_before) / options.seconds, 2)
@@ -506,6 +513,8 @@ def drive(
         poll(lambda: look(slack, options.clusters).delivered(load.expected), timeout=180, what="not all posted")
     figures["drained_after_s"] = round(time.monotonic() - window[1], 1)
     figures["rss_after_drain_mb"] = round(sampler.samples[-1][1], 1)
+    _, pss, processes = tree_memory_mb(bot.process.pid)
+    figures["pss_after_drain_mb"], figures["bot_processes"] = round(pss, 1), processes
     return figures, load, outcomes, window
 
 
@@ -731,6 +740,11 @@ def judge(
             second_half <= allowance,
             f"second half <= max(first half / 2, {MEMORY_ALLOWANCE_MB:g} MB)",
         ),
+        (
+            f"memory bounded: RSS {end_mb:.0f} MB at the end of the load, the bot and its workers together",
+            end_mb < MEMORY_LIMIT_MB,
+            f"< {MEMORY_LIMIT_MB:g} MB",
+        ),
     ]
 
     lines = [
@@ -765,7 +779,8 @@ def judge(
         f"  RSS: {figures['rss_after_startup_mb']:.0f} MB after start-up, {start_mb:.0f} / {mid_mb:.0f} / {end_mb:.0f} "
         f"MB at the start / middle / end of the load ({figures['rss_end_to_startup_ratio']}x start-up); "
         f"slope over the second half {figures['rss_slope_second_half_mb_per_min']:+.1f} MB/min; "
-        f"{figures['rss_after_drain_mb']:.0f} MB once drained"
+        f"{figures['rss_after_drain_mb']:.0f} MB once drained (summed over the bot's {figures['bot_processes']} "
+        f"processes, its workers' shared pages counted in each; PSS {figures['pss_after_drain_mb']:.0f} MB)"
     )
     cpu, others = figures["cpu_cores"], figures["other_processes_cores_per_second"] or [0.0]
     lines.append(

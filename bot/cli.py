@@ -15,18 +15,21 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import __version__
 from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError, UserError
-from bot.settings import AppConfig, Settings, load_config, load_settings
 
+# the settings' model (pydantic) is imported by the commands that read settings, the others start
+# without it (`diagnose --kubeconfig`), as they start without the store, Slack or the scheduler
 if TYPE_CHECKING:
     from bot.domain.findings import Diagnosis
     from bot.kube.collecting import Progress
     from bot.kube.connecting import ClusterTarget
+    from bot.settings import AppConfig, Settings
     from bot.store.database import Database
     from bot.store.migrating import MigrationTarget
 
@@ -49,6 +52,8 @@ class Context:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            from bot.settings import load_settings
+
             self._settings = load_settings()
         return self._settings
 
@@ -63,6 +68,8 @@ class Context:
             explicit = getattr(self.args, "config", None) is not None
             # the default path may be absent (ad-hoc use with --kubeconfig); a named file may not
             required = explicit or not self.settings.config_path_is_default
+            from bot.settings import load_config
+
             self._config = load_config(self.config_path, required=required)
         return self._config
 
@@ -172,32 +179,33 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             "NSSTUCK_DATABASE_URL",
             f"the database schema is at {current or 'nothing'}, not {head}: run `nsstuck db upgrade` first",
         )
+    from bot import logs
     from bot.kube.collecting import CollectOptions
     from bot.kube.registry import ClusterRegistry
     from bot.scheduler import running as scheduling
     from bot.scheduler.jobs import job_list
     from bot.services.answering import Answering
-    from bot.services.diagnosing import diagnose_registered
     from bot.services.digesting import clock_for
     from bot.services.metrics import Metrics, StoreMetrics
     from bot.services.outbox import Outbox
     from bot.services.remediating import Remediation, remediation_open
+    from bot.services.supervising import WORKER_NICENESS, Priority, WorkerPool, default_size
     from bot.services.watching import watched_clusters
+    from bot.services.working import WorkerSetup
     from bot.slack.app import create_app
     from bot.slack.notifier import SlackNotifier
     from bot.slack.people import PeopleDirectory
     from bot.slack.server import serve
 
     # the composition root: the pieces are built here, once, and handed to each other
-    workers = 4  # diagnoses at once: each fans out on its collector's pool already
     db = Database(settings.database_url)
     metrics = Metrics()
-    # a client per cluster kept between diagnoses, with room for every worker's requests at once; every
-    # request to a cluster is counted and timed (nsstuck_kube_requests_total)
+    # a client per cluster kept between the bot's own calls (the watch's lists, the follow-ups' checks);
+    # every request to a cluster is counted and timed (nsstuck_kube_requests_total), the workers' relayed
     clusters = ClusterRegistry.from_config(
         config,
         ctx.config_path,
-        pool_size=workers * CollectOptions().workers,
+        pool_size=CollectOptions().workers,
         credential_timeout=settings.credential_timeout_seconds,
         observer=metrics,
     )
@@ -206,8 +214,24 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     metrics.registry.register(
         StoreMetrics(db, clock=clock, registered=clusters.knows, watched=[w.cluster for w in watched_clusters(config)])
     )
+    # diagnoses (and remediation's re-checks) run in worker processes, started now, in the background:
+    # the bot answers while they start, and a job waits for the first that is ready
+    deadline = settings.diagnosis_deadline_seconds
+    options = CollectOptions(deadline=deadline, call_timeout=min(10.0, deadline))
+    workers = WorkerPool(
+        size=settings.diagnosis_workers or default_size(),
+        setup=WorkerSetup(
+            log_level=logging.getLevelName(logging.getLogger().level),
+            log_format=logs.current_format(),
+            credential_timeout=settings.credential_timeout_seconds,
+            pool_size=options.workers,
+            niceness=WORKER_NICENESS,
+        ),
+        metrics=metrics,
+        max_rss_mb=settings.worker_max_rss_mb,
+    )
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
-    diagnoser = partial(diagnose_registered, clusters)
+    diagnoser = workers.diagnoser(clusters.target, priority=Priority.PERSON, options=options)
     outbox = Outbox(db, slack, remediable=partial(remediation_open, config))
     answering = Answering(
         db,
@@ -215,7 +239,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         outbox=outbox,
         metrics=metrics,
         outage_seconds=settings.db_outage_seconds,
-        workers=workers,
+        workers=workers.size,  # one waiting for each worker: the rest wait in answering's queue, bounded
         queue_limit=settings.diagnosis_queue,
     )
     remediation = Remediation(
@@ -226,6 +250,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         notifier=slack,
         people=PeopleDirectory(slack.client),
         metrics=metrics,
+        check_cause=workers.check_cause,
     )
     from bot.services.clusterchecking import ClusterChecks
 
@@ -239,7 +264,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         answering=answering,
         remediation=remediation,
         cluster_checks=checks,
-        closing=(answering.close, remediation.close, checks.close, slack.close, clusters.close),
+        closing=(answering.close, remediation.close, workers.close, checks.close, slack.close, clusters.close),
     )
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     jobs = job_list(
@@ -247,7 +272,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         config=config,
         db=db,
         clusters=clusters,
-        diagnoser=diagnoser,
+        diagnoser=workers.diagnoser(clusters.target, priority=Priority.SCHEDULE, options=options),
         outbox=outbox,
         remediation=remediation,
         notifier=slack,
@@ -258,7 +283,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     scheduler = scheduling.start(jobs, succeeded=metrics.job_succeeded)
 
     def alive() -> list[str]:  # /healthz: what the process cannot do without
-        return [*scheduling.problems(scheduler), *answering.problems(), *remediation.problems()]
+        return [*scheduling.problems(scheduler), *answering.problems(), *remediation.problems(), *workers.problems()]
 
     try:
         serve(
@@ -328,13 +353,14 @@ def _select_cluster(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
     (`--kubeconfig`, else `$KUBECONFIG`, a path list, else `~/.kube/config`) with its current context
     or `--context`, whether or not the config file lists clusters."""
     from bot.kube.connecting import ClusterTarget, current_context, joined, kubeconfig_paths
-    from bot.kube.registry import ClusterRegistry
 
     if args.cluster and args.kubeconfig:
         raise UserError("use either --cluster NAME or --kubeconfig PATH, not both")
     if args.cluster and args.context:
         raise UserError("use either --cluster NAME (its context is in the config file) or --context NAME, not both")
     if args.cluster:
+        from bot.kube.registry import ClusterRegistry
+
         cluster = ctx.config.require_cluster(args.cluster)  # unknown: said with the closest registered name
         return ClusterRegistry.from_config(ctx.config, ctx.config_path).target(cluster.cluster_name)
     paths = kubeconfig_paths(args.kubeconfig, os.environ)
@@ -355,13 +381,18 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
         raise UserError("--timeout must be a positive number of seconds")
     target = _select_cluster(args, ctx)
     progress = _ProgressLine(ctx.err, f"{target.name}/{args.namespace}") if _is_terminal(ctx.err) else None
-    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout), progress=progress)
+    # 64 calls at a time: a lone diagnosis waits for the network more than for its CPU (bench/diagnose.py:
+    # on the 1,000-type cluster, 64 collected faster than 32 and than 96)
+    options = CollectOptions(
+        deadline=args.timeout, call_timeout=min(10.0, args.timeout), workers=CLI_CALLS, progress=progress
+    )
     try:
         result = diagnose_namespace(target, args.namespace, options=options)
     finally:
         if progress is not None:
             progress.clear()
     diagnosis = result.diagnosis
+    del result  # the snapshot: not printed, and as large as the report that is about to be encoded
     colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
     _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
     if args.exit_code and is_stuck(diagnosis):
@@ -460,6 +491,7 @@ class _ProgressLine:
 
 
 STUCK = 4  # `diagnose --exit-code`: terminating, and a finding holds it
+CLI_CALLS = 64  # calls at once of `nsstuck diagnose`
 
 
 def is_stuck(diagnosis: Diagnosis) -> bool:
@@ -739,13 +771,77 @@ def _add_output_options(parser: argparse.ArgumentParser, *, schema: str) -> None
 def _emit(ctx: Context, args: argparse.Namespace, data: Any, text: Callable[[], str]) -> None:
     """Print `data` in the format of -o (`text()` for people)."""
     if args.output == "json":
-        ctx.print(json.dumps(data, indent=2))
+        _write_json(ctx.out, data)
     elif args.output == "yaml":
         import yaml
 
         ctx.out.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
     else:
         ctx.out.write(text())
+
+
+def _write_json(out: TextIO, data: Any) -> None:
+    """`data` as `json.dumps(data, indent=2)` writes it, and a newline, written as it is made some
+    thousand pieces at a time: the report of a namespace with thousands of objects is megabytes of text,
+    which `json.dumps` holds whole (and its pieces) at once. Made here rather than by the standard
+    library's encoder, whose indented output has no C speedup: half the time, the same text
+    (tests/foundation/test_json_output.py)."""
+    pieces: list[str] = []
+    add = pieces.append
+
+    def key(value: Any) -> str:  # as the standard library turns keys into strings
+        if isinstance(value, str):
+            return encode_basestring_ascii(value)
+        if value is None or isinstance(value, (bool, int, float)):
+            return encode_basestring_ascii(json.dumps(value))
+        raise TypeError(f"keys must be str, int, float, bool or None, not {type(value).__name__}")
+
+    def write(value: Any, indent: str) -> None:
+        if isinstance(value, str):
+            add(encode_basestring_ascii(value))
+        elif value is None:
+            add("null")
+        elif value is True:
+            add("true")
+        elif value is False:
+            add("false")
+        elif isinstance(value, int):
+            add(int.__repr__(value))
+        elif isinstance(value, float):
+            add(json.dumps(value))
+        elif isinstance(value, dict):
+            if not value:
+                add("{}")
+                return
+            inner = indent + "  "
+            separator = "{\n" + inner
+            for k, v in value.items():
+                add(separator)
+                add(key(k))
+                add(": ")
+                write(v, inner)
+                separator = ",\n" + inner
+            add("\n" + indent + "}")
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                add("[]")
+                return
+            inner = indent + "  "
+            separator = "[\n" + inner
+            for v in value:
+                add(separator)
+                write(v, inner)
+                separator = ",\n" + inner
+            add("\n" + indent + "]")
+        else:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        if len(pieces) >= 8192:
+            out.write("".join(pieces))
+            pieces.clear()
+
+    write(data, "")
+    add("\n")
+    out.write("".join(pieces))
 
 
 def _add_cluster_options(parser: argparse.ArgumentParser) -> None:

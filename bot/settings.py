@@ -774,6 +774,16 @@ class Settings(BaseSettings):
     )
     # diagnoses waiting for a worker; one more is refused with "try again shortly" instead of waiting
     diagnosis_queue: int = Field(default=100, ge=1, le=100_000, validation_alias="NSSTUCK_DIAGNOSIS_QUEUE")
+    # worker processes that diagnose (and re-check before remediation), one job at a time each; None:
+    # sized to the machine (its CPUs and one more, 2 to 4)
+    diagnosis_workers: int | None = Field(default=None, ge=1, le=64, validation_alias="NSSTUCK_DIAGNOSIS_WORKERS")
+    # a diagnosis worker holding more resident memory than this after a job is replaced by a fresh one
+    worker_max_rss_mb: float = Field(default=150.0, ge=1, le=100_000, validation_alias="NSSTUCK_WORKER_MAX_RSS_MB")
+    # seconds a diagnosis collects for before it reports what it has (the rest are gaps); a worker still
+    # busy past this, the credential timeout, a call's timeout and 5 s is stopped and replaced
+    diagnosis_deadline_seconds: float = Field(
+        default=20.0, ge=1, le=300, validation_alias="NSSTUCK_DIAGNOSIS_DEADLINE_SECONDS"
+    )
     # HTTP mode: seconds an idle connection stays open, and connections open at once (waitress)
     http_idle_seconds: float = Field(default=30.0, ge=1, le=3600, validation_alias="NSSTUCK_HTTP_IDLE_SECONDS")
     http_connection_limit: int = Field(default=100, ge=1, le=10_000, validation_alias="NSSTUCK_HTTP_CONNECTION_LIMIT")

@@ -9,7 +9,7 @@ from functools import cached_property
 
 from bot.diagnosis.conditions import ConditionFacts, parse_conditions
 from bot.domain.findings import Cause, Controller, Finding, Remedy
-from bot.domain.refs import KubeObject, ObjectRef, deletion_time, finalizers_of
+from bot.domain.refs import KubeObject, ObjectRef, deletion_time, finalizers_of, name_of
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 
 
@@ -20,13 +20,25 @@ class Held:
     rtype: ResourceType
     obj: KubeObject
 
-    @property
+    @cached_property
     def ref(self) -> ObjectRef:
+        # made once: a rule reads it for the finding, its remedies and their ranking
         return ObjectRef.of(self.obj, resource=self.rtype.resource or None)
 
     @property
     def finalizers(self) -> list[str]:
         return finalizers_of(self.obj)
+
+
+@dataclass(frozen=True)
+class ServiceCaller:
+    """A webhook or an APIService that calls a Service: what it is, as the evidence says it, and the
+    text its controller's markers are looked for in (lower case)."""
+
+    what: str
+    text: str
+    namespace: str
+    name: str
 
 
 class Context:
@@ -50,6 +62,40 @@ class Context:
     def remaining(self) -> list[Held]:
         """Every object still in the namespace (being deleted or not)."""
         return [Held(t, o) for t, o in self.snapshot.all_contents()]
+
+    @cached_property
+    def service_callers(self) -> list[ServiceCaller]:
+        """Every webhook and APIService that calls a Service, in the snapshot's order (read once: each
+        controller judged looks for its own among them, and a cluster may have a thousand APIServices,
+        most of them local, calling none)."""
+        callers = []
+        for config in self.snapshot.webhook_configurations:
+            for hook in config.get("webhooks") or ():
+                service = (hook.get("clientConfig") or {}).get("service") or {}
+                if not service:
+                    continue
+                callers.append(
+                    ServiceCaller(
+                        f"webhook {hook.get('name')} ({config.get('kind')} {name_of(config)})",
+                        f"{name_of(config)} {hook.get('name', '')} {service.get('namespace', '')} "
+                        f"{service.get('name', '')}".lower(),
+                        str(service.get("namespace")),
+                        str(service.get("name")),
+                    )
+                )
+        for apiservice in self.snapshot.apiservices:
+            service = (apiservice.get("spec") or {}).get("service") or {}
+            if not service:
+                continue
+            callers.append(
+                ServiceCaller(
+                    f"APIService {name_of(apiservice)}",
+                    f"{name_of(apiservice)} {service.get('namespace', '')} {service.get('name', '')}".lower(),
+                    str(service.get("namespace")),
+                    str(service.get("name")),
+                )
+            )
+        return callers
 
     def orphan_lines(self, limit: int = 50) -> list[str]:
         """What force-finalizing would leave behind, for the remedy's warning."""

@@ -243,26 +243,11 @@ def _dead_backends(ctx: Context, owner: Owner, entry: CatalogueEntry | None) -> 
         return []
     markers = [m.lower() for m in (owner.markers if entry is not None else owner.markers[:1])]
     out = []
-    for config in ctx.snapshot.webhook_configurations:
-        for hook in config.get("webhooks") or ():
-            service = (hook.get("clientConfig") or {}).get("service") or {}
-            if not service:
-                continue
-            text = f"{name_of(config)} {hook.get('name', '')} {service.get('namespace', '')} {service.get('name', '')}"
-            if any(m in text.lower() for m in markers):
-                target = backend(ctx.snapshot, str(service.get("namespace")), str(service.get("name")))
-                if not target.exists:
-                    out.append(
-                        f"webhook {hook.get('name')} ({config.get('kind')} {name_of(config)}) points at "
-                        f"{target.ref}, which no longer exists"
-                    )
-    for apiservice in ctx.snapshot.apiservices:
-        service = (apiservice.get("spec") or {}).get("service") or {}
-        text = f"{name_of(apiservice)} {service.get('namespace', '')} {service.get('name', '')}"
-        if service and any(m in text.lower() for m in markers):
-            target = backend(ctx.snapshot, str(service.get("namespace")), str(service.get("name")))
+    for caller in ctx.service_callers:
+        if any(m in caller.text for m in markers):
+            target = backend(ctx.snapshot, caller.namespace, caller.name)
             if not target.exists:
-                out.append(f"APIService {name_of(apiservice)} points at {target.ref}, which no longer exists")
+                out.append(f"{caller.what} points at {target.ref}, which no longer exists")
     return out
 
 

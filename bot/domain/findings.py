@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from bot.domain.refs import ClusterName, ObjectRef
@@ -131,7 +132,7 @@ class Remedy:
     def requires_approval(self) -> bool:
         return self.action.changes_cluster
 
-    @property
+    @cached_property
     def id(self) -> str:
         """Stable across runs for the same action on the same objects (UIDs and versions included)."""
         key = json.dumps([self.action.value, self.finalizer, [t.to_json() for t in self.targets]], sort_keys=True)
@@ -364,6 +365,37 @@ class Diagnosis:
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             findings=tuple(Finding.from_json(f) for f in data.get("findings", ())),
             prediction=Prediction.from_json(prediction) if isinstance(prediction, dict) else None,
+        )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the use cases read of a diagnosis to record it and to follow its incident (its state, cause,
+    UID, times and headline), small enough to cross between processes without the report."""
+
+    cluster: ClusterName
+    namespace: str
+    observed_at: datetime
+    state: NamespaceState
+    complete: bool
+    cause: Cause | None = None
+    namespace_uid: str | None = None
+    deletion_timestamp: datetime | None = None
+    # the first blocking finding's summary ("" when nothing blocks)
+    headline: str = ""
+
+    @classmethod
+    def of(cls, diagnosis: Diagnosis) -> Summary:
+        return cls(
+            cluster=diagnosis.cluster,
+            namespace=diagnosis.namespace,
+            observed_at=diagnosis.observed_at,
+            state=diagnosis.state,
+            complete=diagnosis.complete,
+            cause=diagnosis.cause,
+            namespace_uid=diagnosis.namespace_uid,
+            deletion_timestamp=diagnosis.deletion_timestamp,
+            headline=next((f.summary for f in diagnosis.findings if f.blocking), ""),
         )
 
 

@@ -22,28 +22,23 @@ records what it found, with a move that is conditional on the deadline having pa
 from __future__ import annotations
 
 import logging
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bot.diagnosis.engine import diagnose
 from bot.domain.changes import CallResult, Operation, Verdict
-from bot.domain.findings import Diagnosis
 from bot.domain.refs import ClusterName, KubeObject, ObjectRef
-from bot.domain.snapshot import NamespaceSnapshot
-from bot.domain.snapshot_codec import decompress_snapshot
 from bot.domain.statuses import RequestStatus
 from bot.domain.values import holds_values
 from bot.errors import NsstuckError
-from bot.kube.collecting import CollectOptions, Collector
 from bot.kube.connecting import Impersonation
 from bot.kube.patching import Patcher
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 from bot.remediation import planning
 from bot.remediation.identity import NoIdentityError
+from bot.remediation.rechecking import RECHECK_THREADS, CauseCheck, CauseChecked, check_cause
 from bot.remediation.requests import RequestView, audit, load, view_of
 from bot.store.audit import SYSTEM_ACTOR, Appended
 from bot.store.database import Database, UnitOfWork
@@ -56,9 +51,6 @@ MAX_CALL_TIMEOUT = 10.0
 MIN_CALL_TIMEOUT = 0.5
 # the longest the namespace is collected again for, right before acting
 FRESH_EVIDENCE_DEADLINE = 20.0
-# the re-check of the cause collects on this many threads, each with a connection of the patcher's client
-# (more threads than connections: urllib3 opens one per call and throws it away, saying so at WARNING)
-RECHECK_THREADS = 8
 # an executor past its deadline gets this much longer before its request is reconciled by others
 RECONCILE_GRACE = timedelta(seconds=5)
 # ... and the objects are read only once the longest call has had time to land or fail too
@@ -124,6 +116,7 @@ class Executor:
         clock: Callable[[], datetime] = utcnow,
         acting_as: Callable[[RequestView], Impersonation | None] = lambda view: None,
         not_granted: Callable[[RequestView], str | None] = lambda view: None,
+        check_cause: Callable[[CauseCheck], CauseChecked] | None = None,
     ) -> None:
         self.db = db
         self.clusters = clusters
@@ -135,6 +128,8 @@ class Executor:
         self.acting_as = acting_as
         # why nsstuck's own role on the cluster does not cover a request's targets (then nothing is sent)
         self.not_granted = not_granted
+        # the re-check of the cause right before acting, elsewhere (a worker process); None: here
+        self.check_cause = check_cause
 
     @contextmanager
     def _patcher(
@@ -214,11 +209,8 @@ class Executor:
         if not reasons:
             # the targets are there as approved: does the cause the remedy rests on still hold?
             self._renew(hold, "re-check of the cause")
-            now, fresh = self._diagnose_now(view, hold, patcher)
-            present = [obj for obj in live if obj is not None]
-            reasons = planning.cause_reasons(remedy, present, now, fresh, then=self._requested_from(view))
-            recheck = _recheck(fresh, still=not reasons)
-            blocked = None if reasons else planning.blocked_now(remedy, fresh)
+            seen = self._check_cause(view, hold, patcher, identity, [obj for obj in live if obj is not None])
+            reasons, recheck, blocked = list(seen.reasons), seen.recheck, seen.blocked
             if blocked:
                 # the cause holds, but a fail-closed webhook with a dead backend would reject the write
                 return self._finish(
@@ -315,27 +307,38 @@ class Executor:
             **acting,
         )
 
-    def _requested_from(self, view: RequestView) -> NamespaceSnapshot | None:
-        """The snapshot of the diagnosis the remedy was requested from, while the database keeps it."""
+    def _requested_from(self, view: RequestView) -> bytes | None:
+        """The snapshot of the diagnosis the remedy was requested from, as the database keeps it, while
+        it keeps it (decoded by the re-check, in a worker process of `nsstuck serve`)."""
         with self.db.unit_of_work() as uow:
             run = uow.diagnoses.get(view.diagnosis_id)
-        if run is None or run.snapshot is None:
-            return None
-        try:
-            return decompress_snapshot(run.snapshot)
-        except (ValueError, KeyError, TypeError, zlib.error) as e:
-            log.warning("request %s: the snapshot of diagnosis %s cannot be read: %s", view.id, view.diagnosis_id, e)
-            return None
+        return run.snapshot if run is not None else None
 
-    def _diagnose_now(self, view: RequestView, hold: _Hold, patcher: Patcher) -> tuple[NamespaceSnapshot, Diagnosis]:
-        """The namespace collected and diagnosed again, within the time the hold leaves."""
-        options = CollectOptions(
-            workers=RECHECK_THREADS,
+    def _check_cause(
+        self,
+        view: RequestView,
+        hold: _Hold,
+        patcher: Patcher,
+        identity: Impersonation | None,
+        present: list[KubeObject],
+    ) -> CauseChecked:
+        """The namespace collected and diagnosed again, within the time the hold leaves: does the cause
+        the remedy rests on still hold? In a worker process when one is given (`check_cause`), here
+        with the executor's own connection otherwise."""
+        check = CauseCheck(
+            target=self.clusters.target(view.cluster),
+            namespace=view.namespace,
+            remedy=view.remedy,
+            present=tuple(present),
+            then=self._requested_from(view),
             deadline=max(MIN_CALL_TIMEOUT, min(FRESH_EVIDENCE_DEADLINE, hold.time_left())),
             call_timeout=hold.call_timeout(),
+            impersonate=identity,
+            request_id=view.id,
         )
-        snapshot = Collector(patcher.transport, cluster=view.cluster, options=options).collect(view.namespace)
-        return snapshot, diagnose(snapshot)
+        if self.check_cause is not None:
+            return self.check_cause(check)
+        return check_cause(check, patcher.transport)
 
     def _finish(
         self,
@@ -526,19 +529,6 @@ def _seen(before: Sequence[KubeObject], took: Sequence[bool]) -> str:
         f"{ObjectRef.of(obj).display} {'changed as planned' if done else 'unchanged'}"
         for obj, done in zip(before, took, strict=True)
     )
-
-
-def _recheck(fresh: Diagnosis, *, still: bool) -> dict[str, object]:
-    """What the re-check of the cause saw, for the audit trail."""
-    return {
-        "recheck": {
-            "observed_at": fresh.observed_at.isoformat(),
-            "state": fresh.state.value,
-            "cause": fresh.cause.value if fresh.cause else None,
-            "complete": fresh.complete,
-            "still_proposed": still,
-        }
-    }
 
 
 def _ref(obj: KubeObject) -> dict[str, object]:

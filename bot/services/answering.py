@@ -138,13 +138,13 @@ class Answering:
             log.info("diagnosis failed: %s", type(e).__name__)
             asker.could_not_diagnose(cluster, namespace, e)
             return
-        diagnosis = result.diagnosis
-        self.metrics.diagnoses.labels(state=diagnosis.state.value, cause=diagnosis.cause or "").inc()
+        summary = result.summary
+        self.metrics.diagnoses.labels(state=summary.state.value, cause=summary.cause or "").inc()
         # committed first: if Slack is down now, the outbox job posts it when Slack answers again
         recorded = self.record_durably(result, user=user, channel=channel, asker=asker)
         if recorded is not None:
             bind(run_id=recorded.run_id)
-            log.info("diagnosis: %s, cause %s", diagnosis.state.value, diagnosis.cause or "none")
+            log.info("diagnosis: %s, cause %s", summary.state.value, summary.cause or "none")
             self.outbox.deliver(recorded.run_id)
 
     def record_durably(self, result: DiagnosisResult, *, user: str, channel: str, asker: Asker) -> Recorded | None:
@@ -160,11 +160,11 @@ class Answering:
                 if time.monotonic() + pause > deadline:
                     log.error(
                         "recording the diagnosis of %s failed for %ss: %s",
-                        result.diagnosis.namespace,
+                        result.summary.namespace,
                         self.outage_seconds,
                         type(e.__cause__ or e).__name__,
                     )
-                    asker.could_not_save(result.diagnosis.namespace)
+                    asker.could_not_save(result.summary.namespace)
                     return None
                 if not told:
                     log.warning("the database is unavailable (%s); retrying", type(e.__cause__ or e).__name__)

@@ -2,7 +2,8 @@
 
 `diagnose_namespace` takes where a cluster is (an ad-hoc kubeconfig from the CLI, or a registered
 target); `Diagnoser` is what the bot's use cases take: a registered cluster's name and a namespace,
-diagnosed with the client the cluster registry keeps for it (`diagnose_registered`).
+diagnosed in a worker process of `nsstuck serve` (`bot.services.supervising`), or in this process with
+the client the cluster registry keeps for it (`diagnose_registered`).
 """
 
 from __future__ import annotations
@@ -10,25 +11,91 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.engine import diagnose
-from bot.domain.findings import Diagnosis
+from bot.domain.findings import Diagnosis, Summary
 from bot.domain.refs import ClusterName
 from bot.domain.snapshot import NamespaceSnapshot
+from bot.domain.snapshot_codec import StoredJson, compress_snapshot, decode_report, decompress_snapshot, encode_report
 from bot.errors import ClusterUnreachableError
 from bot.kube.collecting import CollectOptions, Collector, utcnow
 from bot.kube.connecting import CREDENTIAL_TIMEOUT, ClusterTarget, Connection, ConnectionCache, connect
-from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import Transport
 
+if TYPE_CHECKING:
+    from bot.kube.registry import ClusterRegistry
 
-@dataclass(frozen=True)
+
 class DiagnosisResult:
-    diagnosis: Diagnosis
-    snapshot: NamespaceSnapshot
-    duration_ms: int
+    """A diagnosis, the snapshot it was made from, and how long it took.
+
+    It holds them as objects (made in this process), or as the database keeps them: the report's JSON
+    text and the compressed snapshot, with the diagnosis's `summary` (made in a worker process). Each
+    form is made from the other only when it is asked for, so that the process that records a result
+    made elsewhere writes the stored forms as they came and never decodes the snapshot; pickled (to
+    cross from a worker to the bot), a result is its stored forms and summary alone.
+    """
+
+    def __init__(
+        self,
+        diagnosis: Diagnosis | None,
+        snapshot: NamespaceSnapshot | None,
+        duration_ms: int,
+        *,
+        stored: tuple[Summary, StoredJson, bytes] | None = None,
+    ) -> None:
+        if stored is None and (diagnosis is None or snapshot is None):
+            raise ValueError("a result needs its diagnosis and snapshot, or their stored forms")
+        self.duration_ms = duration_ms
+        self._diagnosis = diagnosis
+        self._snapshot = snapshot
+        if stored is not None:
+            self.__dict__["summary"], self.__dict__["report"], self.__dict__["snapshot_data"] = stored
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        if self._diagnosis is None:
+            self._diagnosis = decode_report(self.report)
+        return self._diagnosis
+
+    @property
+    def snapshot(self) -> NamespaceSnapshot:
+        if self._snapshot is None:
+            self._snapshot = decompress_snapshot(self.snapshot_data)
+        return self._snapshot
+
+    @cached_property
+    def summary(self) -> Summary:
+        return Summary.of(self.diagnosis)
+
+    @cached_property
+    def report(self) -> StoredJson:
+        """The report as the database keeps it (JSON text)."""
+        return encode_report(self.diagnosis)
+
+    @cached_property
+    def snapshot_data(self) -> bytes:
+        """The snapshot as the database keeps it (compressed JSON)."""
+        return compress_snapshot(self.snapshot)
+
+    def stored(self) -> tuple[Summary, StoredJson, bytes]:
+        """The summary and the stored forms (made now if they were not yet)."""
+        return self.summary, self.report, self.snapshot_data
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"duration_ms": self.duration_ms, "stored": self.stored()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.duration_ms = state["duration_ms"]
+        self._diagnosis = self._snapshot = None
+        self.__dict__["summary"], self.__dict__["report"], self.__dict__["snapshot_data"] = state["stored"]
+
+    def __repr__(self) -> str:
+        summary = self.summary
+        return f"DiagnosisResult({summary.cluster}/{summary.namespace}: {summary.state.value}, {self.duration_ms} ms)"
 
 
 # (registered cluster name, namespace) -> the diagnosis; raises ClusterUnreachableError or UserError

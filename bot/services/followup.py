@@ -81,17 +81,16 @@ def follow_up(
             unreachable += 1
             continue
         checked += 1
-        diagnosis = result.diagnosis
-        gone = diagnosis.namespace_uid != incident.namespace_uid  # deleted, or deleted and recreated
+        summary = result.summary  # (a result made in a worker process: its report is not decoded here)
+        gone = summary.namespace_uid != incident.namespace_uid  # deleted, or deleted and recreated
         if gone:
             resolved += resolve_gone(db, incident, notifier=notifier, at=now())
             continue
-        new_cause = diagnosis.cause.value if diagnosis.cause else None
+        new_cause = summary.cause.value if summary.cause else None
         if new_cause != incident.cause:
             changed += 1
             record(db, result, trigger="schedule", requested_by="schedule")
-            summary = next((f.summary for f in diagnosis.findings if f.blocking), "")
-            _note(notifier, incident, cause=new_cause, summary=summary)
+            _note(notifier, incident, cause=new_cause, summary=summary.headline)
         with db.unit_of_work() as uow:
             uow.incidents.mark_checked(incident.id, now())
     return FollowUp(checked, resolved, changed, unreachable)

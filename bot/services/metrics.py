@@ -6,15 +6,18 @@ clusters, posts, job runs): each replica has its own, and a query sums or maxes 
 And `StoreMetrics`, computed from the database when `/metrics` is scraped (open incidents, the
 outbox's backlog, whether each watched cluster answers): every replica reports the same values, and a
 resolved incident is gone from the next scrape. Every label takes a bounded set of values: clusters of
-the config file, causes, outcomes, job names; namespaces only while they are stuck.
+the config file, causes, outcomes, job names; namespaces only while they are stuck. What worker
+processes count (`bot.services.supervising`: the calls of the diagnoses they make, their CPU) reaches
+this registry relayed (`bot.services.relaying`: `inc`, `observe` and `apply` here).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -23,6 +26,7 @@ from prometheus_client.registry import Collector
 from bot import __version__
 from bot.errors import NsstuckError
 from bot.kube.observing import CallOutcome
+from bot.services.relaying import Relayed, count_call
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -107,14 +111,78 @@ class Metrics:
             ["scheduled_job"],
             registry=self.registry,
         )
+        self.worker_jobs = Counter(
+            "nsstuck_worker_jobs_total",
+            "Jobs of the worker processes (diagnoses, re-checks), by kind and outcome: done, error (an error "
+            "the asker is told, such as an unreachable cluster), died (the worker died during it), hung "
+            "(stopped past its deadline)",
+            ["kind", "outcome"],
+            registry=self.registry,
+        )
+        self.workers_replaced = Counter(
+            "nsstuck_workers_replaced_total",
+            "Worker processes replaced, by why: died (exited or killed during a job, or between jobs), hung, "
+            "memory (holding more than NSSTUCK_WORKER_MAX_RSS_MB after a job)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.workers_alive = Gauge(
+            "nsstuck_workers_alive", "Worker processes running, ready for a job or at one", registry=self.registry
+        )
+        # relayed from the workers
+        self.worker_cpu = Counter(
+            "nsstuck_worker_cpu_seconds_total",
+            "CPU time the worker processes spent on their jobs, by kind (relayed from the workers)",
+            ["kind"],
+            registry=self.registry,
+        )
+        # every metric by the name it is declared with, for the counts relayed by name
+        self._by_name: dict[str, Any] = {
+            metric._name + ("_total" if isinstance(metric, Counter) else ""): metric
+            for metric in (
+                self.build_info, self.commands, self.diagnoses, self.diagnosis_seconds, self.commands_refused,
+                self.diagnoses_shared, self.posts, self.socket_connected, self.kube_requests, self.kube_request_seconds,
+                self.remediations, self.verifications, self.watch_rounds, self.job_last_success, self.worker_jobs,
+                self.workers_replaced, self.workers_alive, self.worker_cpu,
+            )
+        }  # fmt: skip
+        self._unknown: set[str] = set()
 
     def call_observed(self, cluster: str, outcome: CallOutcome, seconds: float) -> None:
-        """A CallObserver (bot.kube.observing): every request to a cluster, counted and timed."""
-        self.kube_requests.labels(cluster=cluster, outcome=outcome.value).inc()
-        self.kube_request_seconds.labels(cluster=cluster, outcome=outcome.value).observe(seconds)
+        """A CallObserver (bot.kube.observing): every request to a cluster this process makes, counted and
+        timed (a worker process counts its own on its relay, the same way)."""
+        count_call(self, cluster, outcome, seconds)
 
     def job_succeeded(self, job: str) -> None:
         self.job_last_success.labels(scheduled_job=job).set(time.time())
+
+    # -- counting by name (bot.services.relaying.Counting), here and relayed from the workers --
+
+    def inc(self, name: str, labels: Mapping[str, str] | None = None, amount: float = 1.0) -> None:
+        metric = self._metric(name)
+        if metric is not None:
+            (metric.labels(**labels) if labels else metric).inc(amount)
+
+    def observe(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
+        metric = self._metric(name)
+        if metric is not None:
+            (metric.labels(**labels) if labels else metric).observe(value)
+
+    def apply(self, relayed: Relayed) -> None:
+        """Add what a worker process counted (its answer to a job carried it)."""
+        counts, observed = relayed
+        for name, labels, amount in counts:
+            self.inc(name, dict(labels), amount)
+        for name, labels, values in observed:
+            for value in values:
+                self.observe(name, value, dict(labels))
+
+    def _metric(self, name: str) -> Any:
+        metric = self._by_name.get(name)
+        if metric is None and name not in self._unknown:
+            self._unknown.add(name)  # said once: a metric counted in a worker but not declared here
+            log.warning("a count for the undeclared metric %s was dropped", name)
+        return metric
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

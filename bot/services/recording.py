@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from bot.domain.findings import Diagnosis, NamespaceState
-from bot.domain.snapshot_codec import compress_snapshot
+from bot.domain.findings import Diagnosis, NamespaceState, Summary
+from bot.domain.snapshot_codec import StoredJson
 from bot.services.diagnosing import DiagnosisResult
 from bot.store.database import Database, UnitOfWork
 from bot.store.records import IncidentRecord
@@ -26,12 +25,13 @@ def record(
     db: Database, result: DiagnosisResult, *, trigger: str, requested_by: str, post_channel: str | None = None
 ) -> Recorded:
     """Commit the run (and its incident, for a terminating namespace) before anything is posted."""
-    # encoded before the transaction: the database (SQLite's one writer) is not held while the CPU works
-    encoded = result.diagnosis.to_json(), compress_snapshot(result.snapshot)
+    # in the stored forms, made before the transaction (in the worker process that diagnosed, for the
+    # bot): the database (SQLite's one writer) is not held while the CPU works
+    stored = result.stored()
     with db.unit_of_work() as uow:
-        incident = _incident(uow, result.diagnosis)
+        incident = _incident(uow, result.summary)
         return _run(
-            uow, result, incident, encoded, trigger=trigger, requested_by=requested_by, post_channel=post_channel
+            uow, result, incident, stored, trigger=trigger, requested_by=requested_by, post_channel=post_channel
         )
 
 
@@ -41,29 +41,29 @@ def record_unasked(
     """The watch's run of a terminating namespace, to be posted to `post_channel`, committed with the
     mark that its incident's verdict was posted unasked; None (nothing recorded) when that mark was
     made already, by this replica or another, or the namespace is not terminating."""
-    diagnosis = result.diagnosis
-    if diagnosis.state is not NamespaceState.TERMINATING or not diagnosis.namespace_uid:
+    summary = result.summary
+    if summary.state is not NamespaceState.TERMINATING or not summary.namespace_uid:
         return None
-    encoded = diagnosis.to_json(), compress_snapshot(result.snapshot)
+    stored = result.stored()
     with db.unit_of_work() as uow:
-        incident = _incident(uow, diagnosis)
+        incident = _incident(uow, summary)
         if incident is None or not uow.incidents.claim_watch_post(incident.id, at):
             return None
         return _run(
-            uow, result, incident, encoded, trigger="schedule", requested_by=requested_by, post_channel=post_channel
+            uow, result, incident, stored, trigger="schedule", requested_by=requested_by, post_channel=post_channel
         )
 
 
-def _incident(uow: UnitOfWork, diagnosis: Diagnosis) -> IncidentRecord | None:
+def _incident(uow: UnitOfWork, summary: Summary) -> IncidentRecord | None:
     """The incident of a terminating namespace (opened if need be), None for any other."""
-    if diagnosis.state is not NamespaceState.TERMINATING or not diagnosis.namespace_uid:
+    if summary.state is not NamespaceState.TERMINATING or not summary.namespace_uid:
         return None
     return uow.incidents.open_for(
-        cluster=diagnosis.cluster,
-        namespace=diagnosis.namespace,
-        namespace_uid=diagnosis.namespace_uid,
-        terminating_since=diagnosis.deletion_timestamp,
-        cause=diagnosis.cause.value if diagnosis.cause else None,
+        cluster=summary.cluster,
+        namespace=summary.namespace,
+        namespace_uid=summary.namespace_uid,
+        terminating_since=summary.deletion_timestamp,
+        cause=summary.cause.value if summary.cause else None,
     )
 
 
@@ -71,25 +71,24 @@ def _run(
     uow: UnitOfWork,
     result: DiagnosisResult,
     incident: IncidentRecord | None,
-    encoded: tuple[dict[str, Any], bytes],
+    stored: tuple[Summary, StoredJson, bytes],
     *,
     trigger: str,
     requested_by: str,
     post_channel: str | None,
 ) -> Recorded:
-    diagnosis = result.diagnosis
-    report, snapshot = encoded
+    summary, report, snapshot = stored
     run_id = uow.diagnoses.record(
         incident_id=incident.id if incident else None,
-        cluster=diagnosis.cluster,
-        namespace=diagnosis.namespace,
+        cluster=summary.cluster,
+        namespace=summary.namespace,
         trigger=trigger,
         requested_by=requested_by,
-        started_at=diagnosis.observed_at,
+        started_at=summary.observed_at,
         duration_ms=result.duration_ms,
-        state=diagnosis.state.value,
-        cause=diagnosis.cause.value if diagnosis.cause else None,
-        complete=diagnosis.complete,
+        state=summary.state.value,
+        cause=summary.cause.value if summary.cause else None,
+        complete=summary.complete,
         report=report,
         snapshot=snapshot,
         post_channel=post_channel,

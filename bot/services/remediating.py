@@ -22,6 +22,7 @@ from bot.logs import bind, carrying, log_context
 from bot.remediation import permissions, policy
 from bot.remediation.executing import Executor
 from bot.remediation.identity import PeopleDirectory, approver_identity
+from bot.remediation.rechecking import CauseCheck, CauseChecked
 from bot.remediation.requests import (
     Filed,
     RequestView,
@@ -69,6 +70,7 @@ class Remediation:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         people: PeopleDirectory | None = None,
         metrics: Metrics | None = None,
+        check_cause: Callable[[CauseCheck], CauseChecked] | None = None,
     ) -> None:
         self.db = db
         self.metrics = metrics
@@ -85,6 +87,7 @@ class Remediation:
             clock=clock,
             acting_as=self._acting_as,
             not_granted=self._not_granted,
+            check_cause=check_cause,  # the re-check before acting: in a worker process of `serve`
         )
         self.executions = ThreadPoolExecutor(max_workers=EXECUTION_WORKERS, thread_name_prefix="nsstuck-execute")
 

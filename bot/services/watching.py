@@ -243,14 +243,15 @@ class Watch:
             if self.metrics is not None:
                 self.metrics.diagnoses.labels(state="error", cause="").inc()
             return False
-        diagnosis = result.diagnosis
+        # its summary: made where it was diagnosed (a worker process), read here without decoding the report
+        summary = result.summary
         if self.metrics is not None:
-            self.metrics.diagnoses.labels(state=diagnosis.state.value, cause=diagnosis.cause or "").inc()
-        if diagnosis.state is not NamespaceState.TERMINATING or diagnosis.namespace_uid != uid:
+            self.metrics.diagnoses.labels(state=summary.state.value, cause=summary.cause or "").inc()
+        if summary.state is not NamespaceState.TERMINATING or summary.namespace_uid != uid:
             return False  # gone (or gone and made again) since the list: nothing stuck to say
         recorded = record_unasked(self.db, result, requested_by=WATCHER, post_channel=watched.channel, at=self.wall())
         if recorded is None:
             return False  # its verdict was posted unasked already (another replica, an earlier round)
-        log.info("watch: %s/%s stuck (%s): posting it", watched.cluster, name, diagnosis.cause or "no cause")
+        log.info("watch: %s/%s stuck (%s): posting it", watched.cluster, name, summary.cause or "no cause")
         self.outbox.deliver(recorded.run_id)
         return True

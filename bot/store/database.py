@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.domain.snapshot_codec import StoredJson
 from bot.errors import ConfigError, StoreError, StoreUnavailableError
 from bot.store.audit import AuditLog
 from bot.store.backups import BackupRepository
@@ -69,6 +71,12 @@ def redact_url(url: str) -> str:
     return parsed.update_query_dict(hidden).render_as_string(hide_password=True).replace("=%2A%2A%2A", "=***")
 
 
+def _json_text(value: Any) -> str:
+    """A JSON column's value as text: a document encoded already (a report made in a worker process) as
+    it is, anything else as SQLAlchemy would encode it."""
+    return str(value) if isinstance(value, StoredJson) else json.dumps(value)
+
+
 def make_engine(url: str, *, variable: str = "NSSTUCK_DATABASE_URL", **kwargs: Any) -> Engine:
     """An engine tuned per backend. Raises ConfigError (naming `variable`) for a URL that cannot work."""
     parsed = _parse(url, variable)
@@ -91,6 +99,7 @@ def make_engine(url: str, *, variable: str = "NSSTUCK_DATABASE_URL", **kwargs: A
             # the diagnosis and posting workers): past the pool, SQLAlchemy opens a connection and closes
             # it after use, and each is a new PostgreSQL backend process (a fork and a login)
             options.update(pool_size=20, max_overflow=20)
+    options["json_serializer"] = _json_text
     options.update(kwargs)
     try:
         engine = create_engine(parsed, **options)

@@ -200,7 +200,8 @@ def test_two_asks_for_one_namespace_share_one_collection(
 def test_a_full_diagnosis_queue_refuses_at_once(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
-    with running_bot(slack_emulator, kube_emulator, tmp_path, extra_env={"NSSTUCK_DIAGNOSIS_QUEUE": "1"}) as bot:
+    env = {"NSSTUCK_DIAGNOSIS_QUEUE": "1", "NSSTUCK_DIAGNOSIS_WORKERS": "4"}
+    with running_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env) as bot:
         kube_emulator.knobs.latency(4000, match=r"^GET /api/v1/namespaces/busy-")
         answers = []
         for i in range(8):  # four diagnosis workers, one waiting, the rest refused

@@ -5,6 +5,7 @@ worker pool (issue 24 §3). The real scheduler and real pools, behind the real W
 from __future__ import annotations
 
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -98,3 +99,24 @@ def test_readyz_says_what_is_not_ready() -> None:
     with _served(lambda: (), lambda: ["the database is unavailable (OperationalError)"]) as url:
         assert _get(url + "/readyz") == (503, "not ready: the database is unavailable (OperationalError)\n")
         assert _get(url + "/healthz") == (200, "ok\n")
+
+
+def test_healthz_fails_when_no_diagnosis_worker_process_can_be_started() -> None:
+    """Real worker processes that die as they start (here: a log level they cannot set), over and over:
+    the pool tries again after growing pauses and /healthz says it is broken after three."""
+    from bot.services.supervising import WorkerPool
+    from bot.services.working import WorkerSetup
+
+    broken = WorkerSetup(log_level="NOT-A-LEVEL", log_format="text", credential_timeout=1.0, pool_size=4)
+    pool = WorkerPool(size=1, setup=broken)
+    try:
+        with _served(pool.problems, lambda: ()) as url:
+            deadline = time.monotonic() + 30
+            while _get(url + "/healthz")[0] == 200 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            code, body = _get(url + "/healthz")
+            assert code == 503
+            assert body.startswith("not healthy: no diagnosis worker process can be started (3 attempts in a row")
+    finally:
+        pool.close()
+    assert pool.problems() == ["the diagnosis worker processes have been shut down"]

@@ -7,6 +7,7 @@ cluster is the Kubernetes emulator; the assertions read what a person sees in th
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -103,7 +104,9 @@ def test_health_readiness_and_metrics(bot: Running) -> None:
         with urllib.request.urlopen(bot.url + path, timeout=5) as response:
             assert response.status == 200
             assert response.read().startswith(expected)
-    bot.driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL)
+    helped = bot.driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL)
+    # the acknowledgement says where its time went (bench/slack.py splits it so)
+    assert re.fullmatch(r"replay;dur=[0-9.]+, handle;dur=[0-9.]+", helped.headers.get("Server-Timing", ""))
     with urllib.request.urlopen(bot.url + "/metrics", timeout=5) as response:
         text = response.read().decode()
     assert 'nsstuck_slash_commands_total{kind="help"} 1.0' in text

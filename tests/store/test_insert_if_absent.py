@@ -98,3 +98,19 @@ def test_concurrent_double_clicks_count_each_person_once(database: Database) -> 
         events = Counter(entry.event for entry in uow.audit.for_request(request_id))
         assert uow.requests.count_approvals(request_id) == 2
     assert events["approved"] == 2
+
+
+def test_request_signatures_are_first_seen_once(database: Database) -> None:
+    """The replay gate's record (bot/slack/signing.py): of a batch, each signature not on record is new,
+    one on record is a replay, and one that comes twice in the same batch is new once, then a replay;
+    batches of one and of many alike (they are sent as parameters of one cached statement)."""
+    with database.unit_of_work() as uow:
+        assert uow.seen_requests.first_sightings([("v0=a", 1)]) == [True]
+    with database.unit_of_work() as uow:
+        assert uow.seen_requests.first_sightings([("v0=a", 1)]) == [False]
+    with database.unit_of_work() as uow:
+        batch = [("v0=b", 2), ("v0=a", 1), ("v0=c", 3), ("v0=b", 2)]
+        assert uow.seen_requests.first_sightings(batch) == [True, False, True, False]
+    with database.unit_of_work() as uow:
+        assert uow.seen_requests.first_sightings([("v0=c", 3), ("v0=d", 4)]) == [False, True]
+        assert uow.seen_requests.first_sightings([]) == []

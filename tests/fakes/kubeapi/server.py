@@ -118,6 +118,7 @@ class Journaled:
     path: str
     query: str  # the raw query string
     accept: str  # the Accept header, "" when none was sent
+    peer: str = ""  # the client's end of the connection it came over (host:port): a kept connection's stays
 
     @property
     def metadata_only(self) -> bool:
@@ -318,7 +319,13 @@ class Handler(BaseHTTPRequestHandler):
                 if not sender_admin:
                     self.emu.request_log.append(line + (" dryRun" if req.query_lists.get("dryRun") else ""))
                     self.emu.request_journal.append(
-                        Journaled(req.method, req.path, req.raw_query, req.headers.get("Accept") or "")
+                        Journaled(
+                            req.method,
+                            req.path,
+                            req.raw_query,
+                            req.headers.get("Accept") or "",
+                            peer="{}:{}".format(*self.client_address[:2]),
+                        )
                     )
                 self.emu.journal.append(self._journal_entry(req))
         if not req.admin:

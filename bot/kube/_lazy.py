@@ -1,0 +1,95 @@
+"""The `kubernetes` package, imported piece by piece.
+
+Importing `kubernetes` runs its `__init__`, which imports every part of the client: every API class
+and every one of its ~700 models (`kubernetes.client`), the dynamic client with a JSON schema
+validator, watch, stream, utils and leader election, about 0.2 s of a `nsstuck diagnose` that takes
+well under a second otherwise. nsstuck uses a few pieces: the configuration and the kubeconfig loaders,
+the ApiClient with its REST layer, and the exceptions.
+
+So, before anything imports it, `kubernetes`, `kubernetes.client` and `kubernetes.client.models` are
+put in `sys.modules` as packages whose `__init__` has not run: importing one of their submodules
+(`kubernetes.client.api_client`) imports that submodule alone, and `from kubernetes.client import
+ApiClient, Configuration` (what the kubeconfig loaders write) takes them from their own submodules.
+Any other name asked of such a package (`kubernetes.client.CoreV1Api`, as a test or another library
+may) runs its `__init__` then, in full, so nothing behaves differently, only later. Nothing happens
+when `kubernetes` was imported already.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+import types
+from typing import Any
+
+# names of the packages' `__init__` that live in a submodule of their own, taken from there
+_CHEAP = {
+    "kubernetes.client": {
+        "ApiClient": "kubernetes.client.api_client",
+        "Configuration": "kubernetes.client.configuration",
+        "ApiException": "kubernetes.client.exceptions",
+        "ApiValueError": "kubernetes.client.exceptions",
+        "ApiTypeError": "kubernetes.client.exceptions",
+        "ApiKeyError": "kubernetes.client.exceptions",
+        "OpenApiException": "kubernetes.client.exceptions",
+    },
+}
+_LOCK = threading.RLock()
+
+
+class _Package(types.ModuleType):
+    """A package whose `__init__` runs the first time a name it defines is asked for."""
+
+    def __getattr__(self, name: str) -> Any:  # called only for what the module does not hold yet
+        package = self.__name__
+        if not name.startswith("__"):
+            cheap = _CHEAP.get(package, {}).get(name)
+            if cheap is not None:
+                value = getattr(importlib.import_module(cheap), name)
+                setattr(self, name, value)
+                return value
+            try:
+                return importlib.import_module(f"{package}.{name}")
+            except ModuleNotFoundError as e:
+                if e.name != f"{package}.{name}":
+                    raise
+        _initialise(self)
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+
+def _initialise(module: _Package) -> None:
+    with _LOCK:
+        if module.__dict__.get("_nsstuck_initialised"):
+            return
+        module.__dict__["_nsstuck_initialised"] = True
+        spec = module.__spec__
+        assert spec is not None
+        assert spec.loader is not None
+        spec.loader.exec_module(module)
+
+
+def install() -> None:
+    """Put the lazy packages in place, unless `kubernetes` is imported already (then it stays as it is)."""
+    with _LOCK:
+        if "kubernetes" in sys.modules:
+            return
+        parent: types.ModuleType | None = None
+        for name in ("kubernetes", "kubernetes.client", "kubernetes.client.models"):
+            spec = importlib.util.find_spec(name)
+            if spec is None:  # not installed: the import that follows says so
+                return
+            module = _Package(name)
+            module.__spec__ = spec
+            module.__loader__ = spec.loader
+            module.__file__ = spec.origin
+            module.__path__ = list(spec.submodule_search_locations or [])
+            module.__package__ = name
+            sys.modules[name] = module
+            if parent is not None:
+                setattr(parent, name.rpartition(".")[2], module)
+            parent = module
