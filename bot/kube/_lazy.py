@@ -10,9 +10,11 @@ So, before anything imports it, `kubernetes`, `kubernetes.client` and `kubernete
 put in `sys.modules` as packages whose `__init__` has not run: importing one of their submodules
 (`kubernetes.client.api_client`) imports that submodule alone, and `from kubernetes.client import
 ApiClient, Configuration` (what the kubeconfig loaders write) takes them from their own submodules.
-Any other name asked of such a package (`kubernetes.client.CoreV1Api`, as a test or another library
-may) runs its `__init__` then, in full, so nothing behaves differently, only later. Nothing happens
-when `kubernetes` was imported already.
+A submodule asked for by name (`from kubernetes import dynamic`) is imported alone, finding the
+package as the `__init__`'s own run would show it (its version literals and nothing else). Any other
+name asked of such a package (`kubernetes.client.CoreV1Api`, as a test or another library may), or
+its `dir()`, runs its `__init__` then, in full, so nothing behaves differently, only later (tested in
+tests/foundation/test_lazy_kubernetes.py). Nothing happens when `kubernetes` was imported already.
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ _CHEAP = {
         "OpenApiException": "kubernetes.client.exceptions",
     },
 }
+# the names `kubernetes/__init__` assigns before it imports its submodules: all a submodule finds in the
+# package while the `__init__` imports it, and all some ask for (`from kubernetes import __version__` in
+# kubernetes.dynamic.discovery). Read from the `__init__`'s source, as literals, so that a submodule
+# imported alone finds the package as it would in the `__init__`'s own run; running the whole `__init__`
+# in the middle of that import instead fails (its `utils` needs the half-imported `dynamic.client`)
+_LITERALS = ("__project__", "__version__")
 _LOCK = threading.RLock()
 
 
@@ -44,6 +52,11 @@ class _Package(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:  # called only for what the module does not hold yet
         package = self.__name__
+        if name in _LITERALS and not self.__dict__.get("_nsstuck_initialised"):
+            value = _literal(self, name)
+            if value is not None:
+                setattr(self, name, value)
+                return value
         if not name.startswith("__"):
             cheap = _CHEAP.get(package, {}).get(name)
             if cheap is not None:
@@ -60,6 +73,33 @@ class _Package(types.ModuleType):
             return self.__dict__[name]
         except KeyError:
             raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    def __dir__(self) -> list[str]:  # what the package defines once its `__init__` has run
+        _initialise(self)
+        return list(super().__dir__())
+
+
+def _literal(module: types.ModuleType, name: str) -> str | None:
+    """The string a top-level `name = "..."` of the package's `__init__` assigns, or None."""
+    import ast  # only on this path: a submodule imported alone asked for it
+
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as source:
+            tree = ast.parse(source.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == [name]
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value
+    return None
 
 
 def _initialise(module: _Package) -> None:
