@@ -291,9 +291,9 @@ class Transport:
         except (ValueError, TypeError) as e:
             raise CallError(CallKind.CONNECTION, f"the request could not be made ({e.__class__.__name__})") from None
         if not 200 <= answer.status <= 299:
-            raise self._status_error(answer.status, answer.body, answer.headers.get("Retry-After"))
+            raise self._status_error(answer.status, answer.body, answer.headers.get("retry-after"))
         if content_types is not None:
-            content_types.append(str(answer.headers.get("Content-Type") or ""))
+            content_types.append(str(answer.headers.get("content-type") or ""))
         return _decoded_json(answer.body)
 
     def _status_error(self, status: int, body: object, retry_after: object) -> CallError:

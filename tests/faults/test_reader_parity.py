@@ -14,6 +14,7 @@ import io
 import socket
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -362,3 +363,104 @@ def test_a_whole_report_is_the_same_byte_for_byte(tmp_path: Path) -> None:
     assert json_by_reader == json_by_client
     assert text_by_reader == text_by_client
     assert json_by_reader.count('"action": "remove_finalizer"') == 150  # every object, named
+
+
+@contextmanager
+def _answering(answer: bytes, tmp_path: Path) -> Iterator[Path]:
+    """A plain-HTTP server that answers every request with these bytes, then closes the connection;
+    and a kubeconfig for it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                continue
+            with sock:
+                sock.settimeout(5)
+                received = b""
+                while b"\r\n\r\n" not in received:
+                    data = sock.recv(65536)
+                    if not data:
+                        break
+                    received += data
+                sock.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    config = tmp_path / f"answering-{len(list(tmp_path.iterdir()))}"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{listener.getsockname()[1]}"}}],
+                "users": [{"name": "u", "user": {"token": "secret-token"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    try:
+        yield config
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def _once_seen(transport: Transport) -> tuple[Any, list[str]]:
+    """One GET, not retried: the document and the Content-Type it came with."""
+    seen: list[str] = []
+    doc = transport._once(
+        "GET", "/api/v1/x", query=None, body=None, content_type=JSON, timeout=2, accept=JSON, content_types=seen
+    )
+    return doc, seen
+
+
+OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # answers http.client and urllib3 take
+        OK_HEAD + b'Content-Length: 13\r\n\r\n{"kind": "A"}',
+        OK_HEAD + b'Transfer-Encoding: chunked\r\n\r\n5\r\n{"kin\r\n8;x=y\r\nd": "B"}\r\n0\r\nTrailer: t\r\n\r\n',
+        b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"kind": "C"}',
+        b"HTTP/1.1 100 Continue\r\n\r\n" + OK_HEAD + b'Content-Length: 13\r\n\r\n{"kind": "D"}',
+        OK_HEAD + b"Content-Type: text/plain\r\nX-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\n{}",
+        OK_HEAD + b"Content-Length: 0\r\n\r\n",
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nRetry-After: 9\r\nContent-Length: 4\r\n\r\ndown",
+        b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 2\r\nContent-Length: 0\r\n\r\n",
+        # and what they refuse
+        b"",
+        b"garbage\r\n\r\n",
+        b"HTTP/1.1 abc OK\r\n\r\n",
+        b"HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\n{}",
+        OK_HEAD + b'Content-Length: 100\r\n\r\n{"kind": "short"}',
+        OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",
+        OK_HEAD + b'Transfer-Encoding: chunked\r\n\r\n10\r\n{"ki',
+        OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n3\r\n",
+        OK_HEAD + b"Connection: close\r\nno colon here\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}",
+        OK_HEAD + b"X-Long: " + b"x" * 70000 + b"\r\n\r\n",
+        OK_HEAD + b"".join(b"X-%d: y\r\n" % i for i in range(120)) + b"\r\n",
+    ],
+)
+def test_what_a_server_answers_is_taken_or_refused_the_same(answer: bytes, tmp_path: Path) -> None:
+    with _answering(answer, tmp_path) as config:
+        fast, slow = _pair(config)
+        try:
+            by_reader = _outcome(lambda: _once_seen(fast))
+            by_client = _outcome(lambda: _once_seen(slow))
+        finally:
+            fast.connection.close()
+            slow.connection.close()
+    assert by_reader == by_client
