@@ -10,6 +10,7 @@ dropped), and what the server saw of each request the same (path, query and head
 
 from __future__ import annotations
 
+import base64
 import io
 import socket
 import threading
@@ -36,6 +37,7 @@ from bot.services.diagnosing import diagnose_namespace
 from bot.services.reporting import render_text
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
+from tests.fakes.kubeapi.emulator import USER_IDENTITY
 
 NAMESPACE = "parity"
 NS_PATH = f"/api/v1/namespaces/{NAMESPACE}"
@@ -464,3 +466,20 @@ def test_what_a_server_answers_is_taken_or_refused_the_same(answer: bytes, tmp_p
             fast.connection.close()
             slow.connection.close()
     assert by_reader == by_client
+
+
+def test_a_client_certificate_is_sent_the_same(emu: Emulator, tmp_path: Path) -> None:
+    """A kubeconfig whose user is a client certificate (no token): the Reader's TLS context presents it."""
+    cert, key = emu.issue_client_certificate(USER_IDENTITY)
+    path = emu.write_kubeconfig(tmp_path / "config")
+    document = yaml.safe_load(path.read_text())
+    document["users"][0]["user"] = {
+        "client-certificate-data": base64.b64encode(cert.encode()).decode(),
+        "client-key-data": base64.b64encode(key.encode()).decode(),
+    }
+    path.write_text(yaml.safe_dump(document))
+    emu.request_journal.clear()
+    kind, doc = _same(emu, path, lambda t: t.get(NS_PATH))
+    assert kind == "answer"
+    assert doc["metadata"]["name"] == NAMESPACE
+    assert len(emu.request_journal) == 2  # both were taken as the user, not as an anonymous caller
