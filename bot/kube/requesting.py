@@ -113,6 +113,10 @@ class Reader:
     def usable(configuration: Any) -> bool:
         """Whether a Reader sends what the client would for this configuration."""
         parts = urlsplit(str(configuration.host or ""))
+        try:
+            parts.port  # noqa: B018 - raises for a port that is not a number (the client says so when it calls)
+        except ValueError:
+            return False
         return (
             parts.scheme in ("http", "https")
             and bool(parts.hostname)

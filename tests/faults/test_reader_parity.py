@@ -11,6 +11,7 @@ dropped), and what the server saw of each request the same (path, query and head
 from __future__ import annotations
 
 import base64
+import copy
 import io
 import socket
 import threading
@@ -31,7 +32,8 @@ from bench.diagnose import build_cluster
 from bot.cli import _write_json
 from bot.domain.refs import ClusterName
 from bot.kube.collecting import CollectOptions
-from bot.kube.connecting import ClusterTarget, ConnectionCache, connect
+from bot.kube.connecting import ClusterTarget, ConnectionCache, Impersonation, connect
+from bot.kube.requesting import Reader
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, Transport
 from bot.services.diagnosing import diagnose_namespace
 from bot.services.reporting import render_text
@@ -483,3 +485,26 @@ def test_a_client_certificate_is_sent_the_same(emu: Emulator, tmp_path: Path) ->
     assert kind == "answer"
     assert doc["metadata"]["name"] == NAMESPACE
     assert len(emu.request_journal) == 2  # both were taken as the user, not as an anonymous caller
+
+
+def test_what_the_reader_does_not_reproduce_stays_with_the_client(emu: Emulator, tmp_path: Path) -> None:
+    """A port that is not a number, impersonation, a proxy: no Reader, the client sends as before."""
+    bad_port = _rewritten(emu, tmp_path, server="https://127.0.0.1:notaport")
+    fine = _rewritten(emu, tmp_path)
+    for config, impersonate in ((bad_port, None), (fine, Impersonation("someone"))):
+        connection = connect(ClusterTarget(ClusterName("c"), config), impersonate=impersonate)
+        try:
+            assert connection.reader is None
+        finally:
+            connection.close()
+    connection = connect(ClusterTarget(ClusterName("c"), fine))
+    try:
+        assert connection.reader is not None
+        # the client's REST layer goes through a proxy when its configuration names one (this client
+        # version does not take one from a kubeconfig's proxy-url: both go straight to the server)
+        configuration = copy.copy(connection.api_client.configuration)
+        assert Reader.usable(configuration)
+        configuration.proxy = "http://127.0.0.1:3128"
+        assert not Reader.usable(configuration)
+    finally:
+        connection.close()
