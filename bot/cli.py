@@ -13,7 +13,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
@@ -386,15 +387,16 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     options = CollectOptions(
         deadline=args.timeout, call_timeout=min(10.0, args.timeout), workers=CLI_CALLS, progress=progress
     )
-    try:
-        result = diagnose_namespace(target, args.namespace, options=options)
-    finally:
-        if progress is not None:
-            progress.clear()
-    diagnosis = result.diagnosis
-    del result  # the snapshot: not printed, and as large as the report that is about to be encoded
-    colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
-    _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
+    with _without_cycle_collection():
+        try:
+            result = diagnose_namespace(target, args.namespace, options=options)
+        finally:
+            if progress is not None:
+                progress.clear()
+        diagnosis = result.diagnosis
+        del result  # the snapshot: not printed, and as large as the report that is about to be encoded
+        colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
+        _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
     if args.exit_code and is_stuck(diagnosis):
         cause = diagnosis.cause.value if diagnosis.cause else "unknown"
         print(f"nsstuck: {args.namespace} on {target.name} is stuck: {cause}", file=ctx.err)
@@ -457,6 +459,23 @@ def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
         )
         return INCOMPLETE
     return PRECHECK_CLEAR
+
+
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused for the `with` block (one diagnosis of a command).
+
+    A diagnosis decodes tens of thousands of JSON objects that stay alive until the report is written:
+    each of the collector's passes walks them all, for nothing (they hold no reference cycles, and
+    reference counting frees them). On the 1,000-type benchmark cluster that was about 0.15 s of CPU, and
+    the peak RSS is the same without it (bench/diagnose.py)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -797,7 +816,43 @@ def _write_json(out: TextIO, data: Any) -> None:
         raise TypeError(f"keys must be str, int, float, bool or None, not {type(value).__name__}")
 
     def write(value: Any, indent: str) -> None:
-        if isinstance(value, str):
+        # exact types first (what a report is made of), then their subclasses the same way: on a report of
+        # 6,000 objects this order, and a string value written in place, took a fifth less time
+        kind = type(value)
+        if kind is str:
+            add(encode_basestring_ascii(value))
+            return
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(value, dict)):
+            if not value:
+                add("{}")
+                return
+            inner = indent + "  "
+            separator = "{\n" + inner
+            for k, v in value.items():
+                add(separator)
+                add(encode_basestring_ascii(k) if type(k) is str else key(k))
+                add(": ")
+                if type(v) is str:
+                    add(encode_basestring_ascii(v))
+                else:
+                    write(v, inner)
+                separator = ",\n" + inner
+            add("\n" + indent + "}")
+        elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
+            if not value:
+                add("[]")
+                return
+            inner = indent + "  "
+            separator = "[\n" + inner
+            for v in value:
+                add(separator)
+                if type(v) is str:
+                    add(encode_basestring_ascii(v))
+                else:
+                    write(v, inner)
+                separator = ",\n" + inner
+            add("\n" + indent + "]")
+        elif isinstance(value, str):
             add(encode_basestring_ascii(value))
         elif value is None:
             add("null")
@@ -809,30 +864,6 @@ def _write_json(out: TextIO, data: Any) -> None:
             add(int.__repr__(value))
         elif isinstance(value, float):
             add(json.dumps(value))
-        elif isinstance(value, dict):
-            if not value:
-                add("{}")
-                return
-            inner = indent + "  "
-            separator = "{\n" + inner
-            for k, v in value.items():
-                add(separator)
-                add(key(k))
-                add(": ")
-                write(v, inner)
-                separator = ",\n" + inner
-            add("\n" + indent + "}")
-        elif isinstance(value, (list, tuple)):
-            if not value:
-                add("[]")
-                return
-            inner = indent + "  "
-            separator = "[\n" + inner
-            for v in value:
-                add(separator)
-                write(v, inner)
-                separator = ",\n" + inner
-            add("\n" + indent + "]")
         else:
             raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
         if len(pieces) >= 8192:

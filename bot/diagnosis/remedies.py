@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Iterable
+from json.encoder import encode_basestring_ascii
 
 from bot.domain.findings import Action, Remedy, Risk
 from bot.domain.refs import ObjectRef
@@ -50,11 +50,14 @@ def finalizer_patch(obj: ObjectRef, finalizer: str) -> str:
     """A JSON patch that removes exactly `finalizer` from metadata.finalizers, and fails (the `test`)
     if the list changed since the diagnosis, instead of removing whatever now sits at that index."""
     index = obj.finalizers.index(finalizer) if finalizer in obj.finalizers else 0
-    patch = [
-        {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
-        {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-    ]
-    return json.dumps(patch, separators=(",", ":"))
+    # the text `json.dumps(patch, separators=(",", ":"))` gives of
+    # [{"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
+    #  {"op": "remove", "path": f"/metadata/finalizers/{index}"}], written out: made for every object
+    # held (thousands), where json.dumps costs most of the remedy (tests/diagnosis/test_rules.py)
+    return (
+        f'[{{"op":"test","path":"/metadata/finalizers/{index}","value":{encode_basestring_ascii(finalizer)}}},'
+        f'{{"op":"remove","path":"/metadata/finalizers/{index}"}}]'
+    )
 
 
 def remove_finalizer(obj: ObjectRef, finalizer: str, *, risk: Risk, consequence: str) -> Remedy:

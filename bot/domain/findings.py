@@ -74,13 +74,13 @@ class Action(StrEnum):
 
     @property
     def changes_cluster(self) -> bool:
-        return self not in (
-            Action.RESTORE_BACKEND,
-            Action.RESTORE_CONTROLLER,
-            Action.WAIT,
-            Action.INVESTIGATE,
-            Action.PREPARE,
-        )
+        # a set made once: asked of every remedy (thousands in a namespace of thousands of objects)
+        return self not in _CHANGES_NOTHING
+
+
+_CHANGES_NOTHING = frozenset(
+    {Action.RESTORE_BACKEND, Action.RESTORE_CONTROLLER, Action.WAIT, Action.INVESTIGATE, Action.PREPARE}
+)
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,10 @@ class BlockedBy:
 
     def __str__(self) -> str:
         return f"webhook {self.webhook} ({self.kind} {self.configuration})"
+
+
+# `json.dumps(value, sort_keys=True)`, without making an encoder for each remedy's id
+_ID_KEYS = json.JSONEncoder(sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ class Remedy:
     @cached_property
     def id(self) -> str:
         """Stable across runs for the same action on the same objects (UIDs and versions included)."""
-        key = json.dumps([self.action.value, self.finalizer, [t.to_json() for t in self.targets]], sort_keys=True)
+        key = _ID_KEYS.encode([self.action.value, self.finalizer, [t.to_json() for t in self.targets]])
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:

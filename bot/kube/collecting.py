@@ -554,19 +554,28 @@ class Collector:
     def collect(self, namespace: str) -> NamespaceSnapshot:
         started = time.monotonic()
         observed_at = self.clock()
-        namespace_object = self._read_namespace(namespace, started + self.options.deadline)
-        base = NamespaceSnapshot(
-            cluster=self.cluster, namespace=namespace, observed_at=observed_at, namespace_object=namespace_object
-        )
-        if namespace_object is None:
-            return base
-        if deletion_time(namespace_object) is None:
-            if not self.options.predict:
-                return base
-            base = replace(base, for_prediction=True)
+        deadline = started + self.options.deadline
         with self._pool() as pool:
-            loop = _Loop(pool, started + self.options.deadline, self.options.progress)
-            snapshots = _Run(self, loop, [base]).collect()
+            loop = _Loop(pool, deadline, self.options.progress)
+            run = _Run(self, loop, [])
+            # discovery's first two documents are asked for while the namespace is read: whatever it
+            # is, a collection starts with them (a missing namespace, or an Active one not predicted,
+            # wastes these two GETs); their answers are taken once the namespace is known
+            run.discover()
+            namespace_object = self._read_namespace(namespace, deadline)
+            base = NamespaceSnapshot(
+                cluster=self.cluster, namespace=namespace, observed_at=observed_at, namespace_object=namespace_object
+            )
+            if namespace_object is None:
+                pool.shutdown()
+                return base
+            if deletion_time(namespace_object) is None:
+                if not self.options.predict:
+                    pool.shutdown()
+                    return base
+                base = replace(base, for_prediction=True)
+            run.add_namespaces([base])
+            snapshots = run.collect()
             pool.shutdown()
         return snapshots[namespace]
 
@@ -668,10 +677,9 @@ class _Run:
     def __init__(self, collector: Collector, loop: _Loop, bases: Sequence[NamespaceSnapshot]) -> None:
         self.c = collector
         self.loop = loop
-        self.namespaces = [_Namespace(base) for base in bases]
-        if collector.options.contents_from_conditions:
-            for ns in self.namespaces:
-                ns.only = remaining_types(ns.base.namespace_object)
+        self.namespaces: list[_Namespace] = []
+        self.add_namespaces(bases)
+        self.discovering = False
         self.group_versions: dict[str, GroupVersionStatus] = {}
         self.resource_types: list[ResourceType] = []
         self.apiservices: list[KubeObject] = []
@@ -695,16 +703,19 @@ class _Run:
         self.leases: list[KubeObject] = []
         self.volume_attachments: list[KubeObject] = []
 
-    def gap(self, what: str) -> Callable[[CallError], None]:
-        """A failed cluster-wide call: a gap in every namespace."""
+    def add_namespaces(self, bases: Sequence[NamespaceSnapshot]) -> None:
+        """The namespaces collected (before `collect`, and before any answer is handed over by the loop)."""
+        for base in bases:
+            ns = _Namespace(base)
+            if self.c.options.contents_from_conditions:
+                ns.only = remaining_types(ns.base.namespace_object)
+            self.namespaces.append(ns)
 
-        def record(error: CallError) -> None:
-            for ns in self.namespaces:
-                ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
-
-        return record
-
-    def collect(self) -> dict[str, NamespaceSnapshot]:
+    def discover(self) -> None:
+        """Ask for /api and /apis (once): what the rest of discovery, and the lists, follow from."""
+        if self.discovering:
+            return
+        self.discovering = True
         loop = self.loop
         loop.add(
             "discovery of /api",
@@ -718,6 +729,19 @@ class _Run:
             self._on_groups,
             self.gap("discovery of /apis"),
         )
+
+    def gap(self, what: str) -> Callable[[CallError], None]:
+        """A failed cluster-wide call: a gap in every namespace."""
+
+        def record(error: CallError) -> None:
+            for ns in self.namespaces:
+                ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+        return record
+
+    def collect(self) -> dict[str, NamespaceSnapshot]:
+        loop = self.loop
+        self.discover()
         # a call's label is the name of its gap, whether it fails or does not finish in time
         loop.add(
             "list apiservices (cluster-wide)",

@@ -38,6 +38,7 @@ from kubernetes.config.config_exception import ConfigException
 from bot.domain.refs import ClusterName
 from bot.errors import ClusterUnreachableError, UserError
 from bot.kube.observing import CallObserver
+from bot.kube.requesting import Reader
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ class Connection:
         self.lent = 0  # how many times a ConnectionCache has lent it
         # told of every call a Transport makes on it (metrics); handed in by whoever made it
         self.observer: CallObserver | None = None
+        # sends its GETs when it can do so as the client would (`bot.kube.requesting`); None: the client
+        self.reader: Reader | None = None
 
     def scrub(self, text: str) -> str:
         secrets = self.secrets
@@ -124,6 +127,8 @@ class Connection:
         return text
 
     def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
         self.api_client.close()  # its thread pool only: the client leaves its sockets to the collector
         self.api_client.rest_client.pool_manager.clear()
 
@@ -462,6 +467,8 @@ def connect(
     connection = Connection(target, api_client, _secrets_of(configuration, known), _shown_host(str(configuration.host)))
     connection.files, connection.fingerprint = (*paths, *named), fingerprint
     connection.observer = observer
+    if impersonate is None and Reader.usable(configuration):
+        connection.reader = Reader(api_client, size=configuration.connection_pool_maxsize)
     return connection
 
 

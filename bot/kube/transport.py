@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from bot.kube.connecting import Connection
 from bot.kube.observing import CallObserver, CallOutcome, status_outcome
+from bot.kube.requesting import ConnectTimeout, Dropped, NotConnected, Reader, ReadTimeout, TlsFailed
 
 UNAVAILABLE = "the server is currently unable to handle the request"
 NOT_FOUND = "the server could not find the requested resource"
@@ -238,6 +239,90 @@ class Transport:
         accept: str = JSON,
         content_types: list[str] | None = None,
     ) -> Any:
+        reader = self.connection.reader
+        if method == "GET" and reader is not None:
+            try:
+                return self._read(
+                    reader,
+                    path,
+                    query,
+                    timeout=timeout or self.call_timeout,
+                    accept=accept,
+                    content_types=content_types,
+                )
+            except NotConnected:
+                pass  # nothing was sent: the client opens a connection and says why it cannot, in its words
+        return self._send_by_client(
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+            accept=accept,
+            content_types=content_types,
+        )
+
+    def _read(
+        self,
+        reader: Reader,
+        path: str,
+        query: dict[str, str] | None,
+        *,
+        timeout: float,
+        accept: str,
+        content_types: list[str] | None,
+    ) -> Any:
+        """A GET by the connection's Reader, its failures said as those of the client (`_send_by_client`)."""
+        try:
+            answer = reader.get(path, query, accept=accept, timeout=timeout)
+        except ConnectTimeout:
+            raise CallError(CallKind.TIMEOUT, f"timed out after {timeout:g}s (ConnectTimeoutError)") from None
+        except ReadTimeout:
+            raise CallError(CallKind.TIMEOUT, f"timed out after {timeout:g}s (ReadTimeoutError)") from None
+        except Dropped as e:
+            raise CallError(
+                CallKind.CONNECTION, self.connection.scrub(_dropped_message(e.cause)), dropped=True
+            ) from None
+        except TlsFailed as e:
+            raise CallError(
+                CallKind.CONNECTION, self.connection.scrub(_client_failure(f"SSLError\n{e.text}"))
+            ) from None
+        except (ValueError, TypeError) as e:
+            raise CallError(CallKind.CONNECTION, f"the request could not be made ({e.__class__.__name__})") from None
+        if not 200 <= answer.status <= 299:
+            raise self._status_error(answer.status, answer.body, answer.headers.get("retry-after"))
+        if content_types is not None:
+            content_types.append(str(answer.headers.get("content-type") or ""))
+        return _decoded_json(answer.body)
+
+    def _status_error(self, status: int, body: object, retry_after: object) -> CallError:
+        """An answer with an error status, as callers see it (a 401 marks the connection refused)."""
+        if status == 401:
+            self.connection.refused = True  # its credentials are loaded again before it is lent again
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        message, reason = _status_message(status, text)
+        return CallError(
+            CallKind.STATUS,
+            self.connection.scrub(message),
+            status,
+            self.connection.scrub(text[:2000]),
+            reason,
+            _retry_after(retry_after),
+        )
+
+    def _send_by_client(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | None,
+        accept: str = JSON,
+        content_types: list[str] | None = None,
+    ) -> Any:
         api = self.connection.api_client
         headers = {"Accept": accept}
         if body is not None:
@@ -264,18 +349,7 @@ class Transport:
                 raise CallError(
                     CallKind.CONNECTION, self.connection.scrub(_client_failure(str(e.reason or "")))
                 ) from None
-            if e.status == 401:
-                self.connection.refused = True  # its credentials are loaded again before it is lent again
-            text = e.body.decode("utf-8", "replace") if isinstance(e.body, bytes) else str(e.body or "")
-            message, reason = _status_message(int(e.status or 0), text)
-            raise CallError(
-                CallKind.STATUS,
-                self.connection.scrub(message),
-                int(e.status or 0),
-                self.connection.scrub(text[:2000]),
-                reason,
-                _retry_after((e.headers or {}).get("Retry-After")),
-            ) from None
+            raise self._status_error(int(e.status or 0), e.body, (e.headers or {}).get("Retry-After")) from None
         except urllib3.exceptions.NewConnectionError as e:
             # urllib3 makes this a subclass of its timeout error; it is a refused or failed connection
             raise CallError(CallKind.CONNECTION, self.connection.scrub(_connection_message(e))) from None
@@ -285,17 +359,22 @@ class Transport:
             ) from None
         except urllib3.exceptions.ProtocolError as e:
             # "Connection aborted.": reset by the peer, or closed before a whole answer came
-            raise CallError(CallKind.CONNECTION, self.connection.scrub(_dropped_message(e)), dropped=True) from None
+            cause = e.args[1] if len(e.args) > 1 else None
+            raise CallError(CallKind.CONNECTION, self.connection.scrub(_dropped_message(cause)), dropped=True) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
             raise CallError(CallKind.CONNECTION, self.connection.scrub(_connection_message(e))) from None
         except (ValueError, TypeError) as e:
             # the request could not be built (a credential with a line break in it: http.client refuses
             # the header and quotes it, so the message is not repeated)
             raise CallError(CallKind.CONNECTION, f"the request could not be made ({e.__class__.__name__})") from None
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError:
-            raise CallError(CallKind.STATUS, "the server sent a response that is not JSON", 200) from None
+        return _decoded_json(raw)
+
+
+def _decoded_json(raw: bytes | None) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        raise CallError(CallKind.STATUS, "the server sent a response that is not JSON", 200) from None
 
 
 def _outcome(error: CallError) -> CallOutcome:
@@ -320,9 +399,9 @@ def _not_retried(error: CallError, why: str) -> CallError:
     return replace(error, message=f"{error.message} (not retried: {why})")
 
 
-def _dropped_message(error: BaseException) -> str:
-    """urllib3's ProtocolError("Connection aborted.", ConnectionResetError(104, 'Connection reset by peer'))."""
-    cause = error.args[1] if len(error.args) > 1 else None
+def _dropped_message(cause: BaseException | None) -> str:
+    """Why a connection broke (urllib3's ProtocolError("Connection aborted.", ConnectionResetError(104,
+    'Connection reset by peer')) gives it second)."""
     if isinstance(cause, OSError) and cause.strerror:
         return f"connection dropped: {cause.strerror.lower()}"
     if cause is not None and str(cause):

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import io
 import json
 from pathlib import Path
+from typing import Any
+from unittest.mock import patch
 
+from bot.cli import main
 from bot.diagnosis.conditions import parse_conditions, split_group_errors
+from bot.services import diagnosing
 from tests.fakes.kubeapi import Emulator
 from tests.foundation.test_config import run_nsstuck
 
@@ -152,3 +158,25 @@ def test_a_registered_cluster_is_selected_by_name(kube_emulator: Emulator, tmp_p
     report = json.loads(result.stdout)
     assert report["cluster"] == "prod-eu"
     assert report["findings"][0]["cause"] == "orphaned_finalizer"
+
+
+def test_the_garbage_collector_is_paused_for_a_diagnosis_and_given_back(
+    kube_emulator: Emulator, kubeconfig_path: Path
+) -> None:
+    """`nsstuck diagnose` pauses the cyclic garbage collector while it diagnoses (its passes over the decoded
+    objects cost CPU for nothing), and an in-process caller of `main` gets it back as it was."""
+    _namespace(kube_emulator, "ddd", delete=True)
+    seen: list[bool] = []
+    original = diagnosing.diagnose_namespace
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    out, err = io.StringIO(), io.StringIO()
+    assert gc.isenabled()
+    with patch.object(diagnosing, "diagnose_namespace", watched):
+        assert main(["diagnose", "ddd", "--kubeconfig", str(kubeconfig_path), "--json"], out=out, err=err) == 0
+    assert seen == [False]
+    assert gc.isenabled()
+    assert json.loads(out.getvalue())["state"] == "terminating"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.diagnosis.engine import diagnose
+from bot.diagnosis.remedies import finalizer_patch
 from bot.domain.findings import Action, Cause, Gap, NamespaceState
+from bot.domain.refs import ObjectRef
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -129,3 +132,18 @@ def test_a_stored_snapshot_diagnoses_the_same_after_a_json_round_trip() -> None:
     snapshot = _snapshot(contents={"configmaps": (_configmap("a", finalizers=["example.com/x"]),)})
     again = NamespaceSnapshot.from_json(snapshot.to_json())
     assert diagnose(again) == diagnose(snapshot)
+
+
+def test_a_finalizer_patch_is_the_json_text_of_its_two_operations() -> None:
+    """`finalizer_patch` writes the text out itself; it must be what json.dumps gives of the patch,
+    whatever the finalizer holds (quotes, backslashes, non-ASCII, control characters)."""
+    finalizers = ("example.com/cleanup", 'a"b\\c', "kubernetes", "ünïcödé/🧹", "tab\there\nnewline", "x" * 300)
+    for held in ((), finalizers, finalizers[::-1]):
+        for finalizer in finalizers:
+            ref = ObjectRef("example.com/v1", "Widget", "w", "ns", finalizers=held)
+            index = held.index(finalizer) if finalizer in held else 0
+            patch = [
+                {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
+                {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+            ]
+            assert finalizer_patch(ref, finalizer) == json.dumps(patch, separators=(",", ":"))

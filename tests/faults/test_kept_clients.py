@@ -17,6 +17,7 @@ from bot.domain.findings import Cause
 from bot.errors import ClusterUnreachableError, UserError
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget, Connection, ConnectionCache
+from bot.kube.transport import Transport
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from tests.fakes.kubeapi.emulator import USER_IDENTITY
 from tests.faults._support import NAMESPACE, Cluster
@@ -45,6 +46,8 @@ def sockets_open(connection: Connection) -> int:
     """Connections the client holds to the server (idle in its pools, with a socket)."""
     pools = connection.api_client.rest_client.pool_manager.pools
     held = [conn for key in list(pools.keys()) for conn in list(pools[key].pool.queue)]
+    # and those its Reader keeps (bot.kube.requesting: the GETs)
+    held += list(connection.reader._idle) if connection.reader is not None else []
     return sum(1 for conn in held if conn is not None and conn.sock is not None)
 
 
@@ -224,7 +227,7 @@ def test_a_client_in_use_is_closed_only_when_given_back(cluster: Cluster) -> Non
         assert sockets_open(held) > 0
         cache.close()
         assert sockets_open(held) > 0  # still in use: not closed under its user
-        assert held.api_client.rest_client.pool_manager.pools  # still usable
+        assert Transport(held).get("/version")  # still usable
     assert sockets_open(held) == 0
     # a closed cache still lends (a fresh client, closed when given back): nothing fails at shutdown
     with cache.lease(cluster.target) as late:

@@ -5,11 +5,31 @@ from __future__ import annotations
 
 import io
 import json
+from collections import OrderedDict
+from enum import IntEnum, StrEnum
 from typing import Any
 
 import pytest
 
 from bot.cli import _write_json
+
+
+class Colour(StrEnum):
+    RED = "red"
+    BLUE = "blü"
+
+
+class Size(IntEnum):
+    BIG = 10
+
+
+class Items(list[Any]):
+    pass
+
+
+class Ratio(float):
+    pass
+
 
 CASES: list[Any] = [
     {},
@@ -20,6 +40,9 @@ CASES: list[Any] = [
     {"flags": [True, False, None], "tuple": (1, "two"), "zero": 0, "big": 2**80},
     {7: "int key", 2.5: "float key", True: "bool key", None: "none key", "s": "str key"},
     [[[[{"deep": [[], {}]}]]]],
+    # subclasses are written as their base types are (an enum's value, an ordered mapping, a list type)
+    {Colour.RED: [Colour.BLUE, Size.BIG], "od": OrderedDict([("b", 1), ("a", Colour.RED)]), "l": Items([1, "x", {}])},
+    {"ratio": Ratio(0.5), "items": Items([]), "od": OrderedDict()},
 ]
 
 
