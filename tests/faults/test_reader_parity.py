@@ -33,7 +33,7 @@ from bot.cli import _write_json
 from bot.domain.refs import ClusterName
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget, ConnectionCache, Impersonation, connect
-from bot.kube.requesting import Reader
+from bot.kube.requesting import NotConnected, Reader
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, Transport
 from bot.services.diagnosing import diagnose_namespace
 from bot.services.reporting import render_text
@@ -283,6 +283,30 @@ def test_a_refused_connection_and_an_unknown_ca_are_said_by_the_client(emu: Emul
     assert error.message.startswith("cannot connect: TLS failed: [SSL: CERTIFICATE_VERIFY_FAILED]")
 
 
+def test_a_certificate_for_another_name_is_refused_by_the_reader_itself(emu: Emulator, tmp_path: Path) -> None:
+    """The emulator's certificate names localhost and 127.0.0.1: verified against another name (the
+    kubeconfig's tls-server-name), the Reader's own handshake refuses it, before anything is sent, and
+    the client then says why; against one of its names, the Reader answers."""
+    other = _rewritten(emu, tmp_path, server_name="not-the-emulator.example")
+    fast, _slow = _pair(other)
+    try:
+        assert fast.connection.reader is not None
+        with pytest.raises(NotConnected):
+            fast.connection.reader.get(NS_PATH, None, accept=JSON, timeout=5.0)
+    finally:
+        fast.connection.close()
+        _slow.connection.close()
+    kind, error = _same(emu, other, lambda t: t.get(NS_PATH))
+    assert kind == "error"
+    assert "CERTIFICATE_VERIFY_FAILED" in error.message
+    assert "not-the-emulator.example" in error.message
+
+    named = _rewritten(emu, tmp_path, server_name="localhost")
+    kind, doc = _same(emu, named, lambda t: t.get(NS_PATH))
+    assert kind == "answer"
+    assert doc["metadata"]["name"] == NAMESPACE
+
+
 def test_skipping_tls_verification_and_plain_http_answer_the_same(emu: Emulator, tmp_path: Path) -> None:
     insecure = _rewritten(emu, tmp_path, ca=None)
     with pytest.warns(InsecureRequestWarning) as warned:
@@ -317,10 +341,16 @@ def test_a_kept_connection_closed_by_the_server_is_not_used(emu: Emulator, kubec
 
 
 def _rewritten(
-    emu: Emulator, tmp_path: Path, *, server: str | None = None, ca: bool | None = False, ca_file: str | None = None
+    emu: Emulator,
+    tmp_path: Path,
+    *,
+    server: str | None = None,
+    ca: bool | None = False,
+    ca_file: str | None = None,
+    server_name: str | None = None,
 ) -> Path:
     """The emulator's kubeconfig with another server URL, or another CA file, or (`ca=None`) without
-    TLS verification."""
+    TLS verification, or another name to verify the server's certificate against."""
     path = emu.write_kubeconfig(tmp_path / f"config-{len(list(tmp_path.iterdir()))}")
     document = yaml.safe_load(path.read_text())
     cluster = document["clusters"][0]["cluster"]
@@ -332,6 +362,8 @@ def _rewritten(
     if ca_file is not None:
         cluster.pop("certificate-authority-data")
         cluster["certificate-authority"] = ca_file
+    if server_name is not None:
+        cluster["tls-server-name"] = server_name
     path.write_text(yaml.safe_dump(document))
     return path
 
