@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=int, default=10, help="sent one at a time first")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--workers", type=int, help="NSSTUCK_DIAGNOSIS_WORKERS (default: the bot's own choice)")
+    parser.add_argument("--http-threads", type=int, help="NSSTUCK_HTTP_THREADS (default: the bot's default)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
@@ -146,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     for channel in channels:
         slack.add_channel(channel, channel.lower(), members=[ALICE, slack.identity.bot_user_id])
     env = {"NSSTUCK_DIAGNOSIS_WORKERS": str(args.workers)} if args.workers else {}
+    if args.http_threads:
+        env["NSSTUCK_HTTP_THREADS"] = str(args.http_threads)
     figures: dict[str, Any] = {"commands": args.commands, "channels": args.channels, "latency_ms": args.latency_ms}
     try:
         with serve_process(slack, work / "nsstuck.yaml", database, work, extra_env=env) as bot:

@@ -787,6 +787,9 @@ class Settings(BaseSettings):
     # HTTP mode: seconds an idle connection stays open, and connections open at once (waitress)
     http_idle_seconds: float = Field(default=30.0, ge=1, le=3600, validation_alias="NSSTUCK_HTTP_IDLE_SECONDS")
     http_connection_limit: int = Field(default=100, ge=1, le=10_000, validation_alias="NSSTUCK_HTTP_CONNECTION_LIMIT")
+    # HTTP mode: requests handled at once (waitress threads); each mostly waits (for Bolt's listener to
+    # acknowledge, for the database), so a burst of commands is served side by side rather than in turns
+    http_threads: int = Field(default=16, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
 
     @classmethod
     def settings_customise_sources(
