@@ -789,7 +789,7 @@ class Settings(BaseSettings):
     http_connection_limit: int = Field(default=100, ge=1, le=10_000, validation_alias="NSSTUCK_HTTP_CONNECTION_LIMIT")
     # HTTP mode: requests handled at once (waitress threads); each mostly waits (for Bolt's listener to
     # acknowledge, for the database), so a burst of commands is served side by side rather than in turns
-    http_threads: int = Field(default=16, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
+    http_threads: int = Field(default=32, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
 
     @classmethod
     def settings_customise_sources(

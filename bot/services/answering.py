@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Protocol
 
 from bot.domain.refs import ClusterName
@@ -27,6 +27,7 @@ from bot.services.diagnosing import Diagnoser, DiagnosisResult
 from bot.services.health import pool_problems
 from bot.services.metrics import Metrics
 from bot.services.outbox import Outbox
+from bot.services.pools import StartedPool
 from bot.services.recording import Recorded, record
 from bot.store.database import Database
 
@@ -63,8 +64,9 @@ class Answering:
         self.metrics = metrics
         self.outage_seconds = outage_seconds
         self.queue_limit = queue_limit
-        self.work = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
-        self.posting = ThreadPoolExecutor(max_workers=32, thread_name_prefix="nsstuck-post")
+        # their threads started now: a burst's submits do not wait for thread starts (bot.services.pools)
+        self.work = StartedPool(max_workers=workers, thread_name_prefix="nsstuck-diagnose")
+        self.posting = StartedPool(max_workers=32, thread_name_prefix="nsstuck-post")
         self._lock = threading.Lock()
         self._waiting = 0
         # (cluster, namespace) -> the result of the diagnosis queued or running for it

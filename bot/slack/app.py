@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from bot.services.answering import Answering
 from bot.services.clusterchecking import ClusterChecks
 from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
+from bot.services.pools import StartedPool
 from bot.services.remediating import Remediation
 from bot.settings import AppConfig, Settings
 from bot.slack import installation
@@ -102,9 +103,10 @@ def create_app(
     return SlackDoor(app=app, settings=settings, db=db, metrics=metrics, closing=closing)
 
 
-class _ContextExecutor(ThreadPoolExecutor):
+class _ContextExecutor(StartedPool):
     """Bolt's listener pool, running each listener in the log context of the request that called it
-    (its sender), so the lines Bolt and the listeners log there carry it."""
+    (its sender), so the lines Bolt and the listeners log there carry it. Its threads are started
+    with it, so that a burst of commands is not handed over one thread start at a time."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         return super().submit(carrying(fn), *args, **kwargs)

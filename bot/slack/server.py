@@ -201,7 +201,8 @@ class Web:
         }
         if environ.get("CONTENT_TYPE"):
             headers["content-type"] = str(environ["CONTENT_TYPE"])
-        if dict(parse_qsl(raw)).get("ssl_check") == "1":  # Slack's certificate check: unsigned, answered empty
+        # Slack's certificate check: unsigned, answered empty (the form is parsed only when it may be one)
+        if "ssl_check" in raw and dict(parse_qsl(raw)).get("ssl_check") == "1":
             return self._reply(start_response, 200, b"")
         started = time.perf_counter()
         if self.gate is not None:
@@ -359,7 +360,13 @@ def serve(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
-    log.info("nsstuck serving on %s:%s (%s mode)", host, server.effective_port, "socket" if handler else "HTTP")
+    log.info(
+        "nsstuck serving on %s:%s (%s mode, %d HTTP request threads)",
+        host,
+        server.effective_port,
+        "socket" if handler else "HTTP",
+        server.adj.threads,
+    )
     if current_format() == "text":  # in JSON, every line of the output is a log record: the one above
         print(
             f"nsstuck serving on http://{host}:{server.effective_port} ({'Socket' if handler else 'HTTP'} mode)",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import ConfigError, UnknownClusterError
-from bot.settings import load_config, load_settings, parse_duration
+from bot.settings import Settings, load_config, load_settings, parse_duration
 from tests._python import PYTHON, assert_no_resource_warning
 
 REPO = Path(__file__).resolve().parents[2]
@@ -367,3 +367,11 @@ def test_act_as_approver_refusals(tmp_path: Path, kubeconfig: Path, block: str, 
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_every_setting_is_in_the_readmes_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    names = [field.validation_alias for field in Settings.model_fields.values()]
+    assert all(isinstance(name, str) for name in names)
+    missing = [name for name in names if f"\n| `{name}` |" not in readme]
+    assert not missing, f"settings without a row in the README's table: {missing}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import socket
+import sqlite3
 import threading
 import time
 import urllib.request
@@ -225,3 +226,45 @@ def test_a_full_diagnosis_queue_refuses_at_once(
             timeout=40,
             message="not every taken diagnosis was answered",
         )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("threads", "healthz_waits"), [(3, True), (4, False)])
+def test_requests_are_handled_side_by_side_up_to_the_thread_setting(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, threads: int, healthz_waits: bool
+) -> None:
+    """Three commands held up (the database is locked, so none can record its signature) take three of
+    the bot's request threads: with NSSTUCK_HTTP_THREADS=3 a probe waits for one of them, with 4 it is
+    answered at once. Once the lock goes, every command is answered."""
+    env = {"NSSTUCK_HTTP_THREADS": str(threads)}
+    with running_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env) as bot:
+        assert f"{threads} HTTP request threads" in bot.log.read_text()
+        locker = sqlite3.connect(tmp_path / "bot.db", isolation_level=None, timeout=30)
+        answers: list[str] = []
+        try:
+            locker.execute("BEGIN IMMEDIATE")  # the bot's writes wait (its busy timeout is 30 s)
+
+            def ask() -> None:
+                delivery = bot.driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL)
+                answers.append(f"{delivery.status} {delivery.body}")
+
+            askers = [threading.Thread(target=ask) for _ in range(3)]
+            for asker in askers:
+                asker.start()
+            time.sleep(1.0)  # the three are in the bot, waiting for the database
+            assert not answers, answers
+            try:
+                with urllib.request.urlopen(bot.url + "/healthz", timeout=1.5) as response:
+                    probed: str | None = response.read().decode()
+            except TimeoutError:
+                probed = None
+            assert (probed is None) is healthz_waits, probed
+        finally:
+            locker.rollback()
+            locker.close()
+        for asker in askers:
+            asker.join(timeout=30)
+        assert len(answers) == 3, answers
+        assert all(a.startswith("200 ") and "/nsstuck" in a for a in answers), answers
+        with urllib.request.urlopen(bot.url + "/healthz", timeout=5) as response:
+            assert response.status == 200
