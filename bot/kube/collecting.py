@@ -25,6 +25,7 @@ nodes of deleting pods.
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import threading
 import time
@@ -45,6 +46,8 @@ from bot.domain.values import is_value_resource, metadata_only, without_values
 from bot.errors import ClusterUnreachableError
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
 from bot.logs import carrying
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
 
@@ -78,6 +81,10 @@ class Progress:
     lists_done: int = 0
     lists_total: int = 0
 
+
+# how long past the deadline the end of a collection waits for its calls still running: a call is given
+# what is left of the deadline as its timeout, so it has ended by then unless its server trickles
+LATE_CALL_GRACE = 0.25
 
 # aggregated APIs that compute views and store no objects: their outage hides nothing in a namespace
 STATELESS_GROUPS = frozenset({"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"})
@@ -173,11 +180,15 @@ class _Calls:
     its semaphore, done with two queues: the thousand discovery documents and lists of a CRD-heavy
     cluster spent more of the collecting thread's time submitting calls than deciding what to call.
     Threads are started as calls come, up to `size`. `shutdown` drops the calls not started yet; the
-    `with` block's end waits for those running (their connection may be closed right after).
+    `with` block's end waits for those running (their connection may be closed right after), until
+    `wait_until` (a `time.monotonic()`): a call still running then is left to end by itself on its
+    daemon thread. Its timeout bounds each read, not the whole answer, so a server that trickles its
+    answer would otherwise hold the collection past its deadline, however long it trickles.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, wait_until: float) -> None:
         self.size = size
+        self.wait_until = wait_until
         self.finished: queue.SimpleQueue[tuple[int, Any, BaseException | None]] = queue.SimpleQueue()
         self._work: queue.SimpleQueue[tuple[int, Callable[[], Any]] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -215,7 +226,10 @@ class _Calls:
     def __exit__(self, *_: object) -> None:
         self.shutdown()
         for thread in self._threads:
-            thread.join()
+            thread.join(max(0.0, self.wait_until - time.monotonic()))
+        left = sum(1 for thread in self._threads if thread.is_alive())
+        if left:
+            log.info("%d call(s) still running past the collection's deadline were left to end by themselves", left)
 
 
 class _Loop:
@@ -546,8 +560,9 @@ class Collector:
                 return items
             params["continue"] = token
 
-    def _pool(self) -> _Calls:
-        return _Calls(self.options.workers)
+    def _pool(self, deadline: float) -> _Calls:
+        # a call ends at the deadline (its timeout is what is left of it) unless its server trickles
+        return _Calls(self.options.workers, wait_until=deadline + LATE_CALL_GRACE)
 
     # -- the snapshot ----------------------------------------------------------------------------
 
@@ -555,7 +570,7 @@ class Collector:
         started = time.monotonic()
         observed_at = self.clock()
         deadline = started + self.options.deadline
-        with self._pool() as pool:
+        with self._pool(deadline) as pool:
             loop = _Loop(pool, deadline, self.options.progress)
             run = _Run(self, loop, [])
             # discovery's first two documents are asked for while the namespace is read: whatever it
@@ -622,7 +637,7 @@ class Collector:
             else:
                 failed[name] = _refusal(self.cluster, host, error)
 
-        with self._pool() as pool:
+        with self._pool(started + self.options.deadline) as pool:
             loop = _Loop(pool, started + self.options.deadline, self.options.progress)
             for name in names:
                 path = f"/api/v1/namespaces/{quote(name)}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import time
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
@@ -53,6 +54,25 @@ def test_json_report_of_a_stuck_namespace(kube_emulator: Emulator, kubeconfig_pa
     assert removal["requires_approval"] is True
     assert '"op":"test"' in removal["commands"][0]
     assert finding["remedies"][-1]["action"] == "force_finalize_namespace"
+
+
+def test_a_list_whose_answer_trickles_is_a_gap_at_the_timeout(kube_emulator: Emulator, kubeconfig_path: Path) -> None:
+    """The configmaps' answer never ends (a byte every half second, so no read times out): the command
+    still ends at its --timeout, the list a gap, and nothing offered on what it could not see."""
+    _namespace(kube_emulator, "ddd", delete=True)
+    kube_emulator.knobs.trickle(r"^GET /api/v1/namespaces/ddd/configmaps$", interval=0.5)
+    started = time.monotonic()
+    result = run_nsstuck("diagnose", "ddd", "--kubeconfig", str(kubeconfig_path), "--json", "--timeout", "3")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    gaps = {gap["what"]: gap for gap in report["gaps"]}
+    assert gaps["list configmaps in ddd"]["reason"] == "timeout", report["gaps"]
+    assert "force_finalize_namespace" not in {r["action"] for f in report["findings"] for r in f["remedies"]}
+    # 3 s of collection, a quarter of a second for calls still running, the interpreter's start and end
+    # (it waited as long as the server trickled before)
+    assert elapsed < 3 + 4, elapsed
 
 
 def test_text_report_leads_with_the_verdict(kube_emulator: Emulator, kubeconfig_path: Path) -> None:

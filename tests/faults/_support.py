@@ -236,6 +236,16 @@ CULPRIT_FAULTS = [
         "connection dropped",
     ),
     Fault("kialis-forbidden", _forbid_kialis, KIALI_GAP, "forbidden", "kialis.kiali.io is forbidden"),
+    # the answer's headers come at once and then a byte every half second, so no read ever waits as long
+    # as the call's timeout: the run must still end at its deadline, not wait for the call to finish
+    Fault(
+        "kialis-trickled",
+        lambda emu: emu.knobs.trickle(KIALI_LIST, interval=0.5),
+        KIALI_GAP,
+        "timeout",
+        f"not finished within {DEADLINE:g}s",
+        options=BITING,
+    ),
 ]
 
 

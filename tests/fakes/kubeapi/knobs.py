@@ -15,6 +15,12 @@ class LatencyRule:
 
 
 @dataclass
+class TrickleRule:
+    match: re.Pattern[str]
+    interval: float
+
+
+@dataclass
 class ForbidRule:
     resource: str
     group: str
@@ -49,6 +55,7 @@ class Knobs:
     latency_rules: list[LatencyRule] = field(default_factory=list)
     forbid_rules: list[ForbidRule] = field(default_factory=list)
     fault_rules: list[FaultRule] = field(default_factory=list)
+    trickle_rules: list[TrickleRule] = field(default_factory=list)
     unreachable_services: set[str] = field(default_factory=set)
     webhook_verdict: dict[str, str] = field(default_factory=dict)
     expired_tokens: set[str] = field(default_factory=set)
@@ -114,11 +121,22 @@ class Knobs:
             self.fault_rules.append(rule)
         return rule
 
+    def trickle(self, match: str, interval: float = 0.5) -> TrickleRule:
+        """Answer matching requests ("METHOD /path" regex search) of non-admin identities with a 200 whose
+        body never ends: the headers at once, then one byte every ``interval`` seconds until the client
+        goes or the emulator stops. A server that trickles its answer: a client's timeout for each read
+        never fires."""
+        rule = TrickleRule(re.compile(match), interval)
+        with self._lock:
+            self.trickle_rules.append(rule)
+        return rule
+
     def clear(self) -> None:
         with self._lock:
             self.latency_rules.clear()
             self.forbid_rules.clear()
             self.fault_rules.clear()
+            self.trickle_rules.clear()
         self.unreachable_services.clear()
         self.webhook_verdict.clear()
         self.expired_tokens.clear()
@@ -146,6 +164,10 @@ class Knobs:
                     rule.hits += 1
                     return rule
         return None
+
+    def trickle_for(self, line: str) -> TrickleRule | None:
+        with self._lock:
+            return next((rule for rule in self.trickle_rules if rule.match.search(line)), None)
 
     def is_forbidden(self, resource: str, group: str, verb: str, namespace: str | None) -> bool:
         with self._lock:

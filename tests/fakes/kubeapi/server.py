@@ -211,6 +211,20 @@ class Handler(BaseHTTPRequestHandler):
     def _send_error(self, err: ApiError) -> None:
         self._send(err.code, err.body(), err.content_type, err.headers)
 
+    def _trickle(self, interval: float) -> None:
+        """A 200 with a body of a gigabyte announced, sent a byte at a time (knobs.trickle)."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(1 << 30))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"{")
+            self.wfile.flush()
+            while not self.emu.stopping.wait(interval):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+
     def _reset(self) -> None:
         self.close_connection = True
         with contextlib.suppress(OSError):
@@ -338,6 +352,10 @@ class Handler(BaseHTTPRequestHandler):
                     self._reset()
                     return
                 self._send_fault(fault.status, fault.body, fault.headers)
+                return
+            trickle = self.emu.knobs.trickle_for(line)
+            if trickle is not None:
+                self._trickle(trickle.interval)
                 return
         path = req.path.rstrip("/") or "/"
         segs = [unquote(x) for x in path.split("/") if x]
