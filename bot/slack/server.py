@@ -8,7 +8,6 @@ import json
 import logging
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -314,11 +313,8 @@ def serve(
     `ping_interval`, replacing a connection silent for `stale_after` seconds), HTTP otherwise.
     `alive` says what has died that the process cannot do without (/healthz); /readyz asks the
     database, and in Socket Mode whether the connection is up."""
-    # hand the interpreter lock over more often than the default 5 ms, so that a request thread
-    # waiting to send an acknowledgement is not held up by the threads recording and posting verdicts
-    # (diagnoses run in worker processes now). Still measured worth it (bench/slack.py, six runs of each
-    # against the default, docs/performance.md): burst p50 43 ms against 51, p99 66 ms against 73
-    sys.setswitchinterval(0.0005)
+    # (the interpreter's switch interval is left at its default 5 ms: a shorter one no longer helps an
+    # acknowledgement in a burst since the pools start their threads up front, docs/performance.md)
     handler: Any = None
     if app_token:
         from bot.slack.socket_mode import SocketModeHandler
