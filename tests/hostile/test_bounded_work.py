@@ -251,7 +251,7 @@ def test_requests_are_handled_side_by_side_up_to_the_thread_setting(
             askers = [threading.Thread(target=ask) for _ in range(3)]
             for asker in askers:
                 asker.start()
-            time.sleep(1.0)  # the three are in the bot, waiting for the database
+            time.sleep(2.0)  # the three are in the bot by now, waiting for the database
             assert not answers, answers
             try:
                 with urllib.request.urlopen(bot.url + "/healthz", timeout=1.5) as response:
