@@ -637,8 +637,9 @@ class Collector:
             else:
                 failed[name] = _refusal(self.cluster, host, error)
 
-        with self._pool(started + self.options.deadline) as pool:
-            loop = _Loop(pool, started + self.options.deadline, self.options.progress)
+        deadline = started + self.options.deadline
+        with self._pool(deadline) as pool:
+            loop = _Loop(pool, deadline, self.options.progress)
             for name in names:
                 path = f"/api/v1/namespaces/{quote(name)}"
                 loop.add(

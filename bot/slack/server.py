@@ -304,7 +304,6 @@ def serve(
     port: int,
     app_token: str | None,
     host: str = "0.0.0.0",  # noqa: S104
-    threads: int | None = None,
     ping_interval: float = 2.0,
     stale_after: float = 6.0,
     alive: Checks = _none,
@@ -340,7 +339,7 @@ def serve(
         Web(bot, ready=ready, socket_mode=handler is not None, alive=alive),
         host=host,
         port=port,
-        threads=threads or settings.http_threads,
+        threads=settings.http_threads,
         # a body larger than any Slack payload is answered 413 from its Content-Length, before it is
         # read (waitress refuses at max_request_body_size and more; its default buffers 1 GiB to /tmp)
         max_request_body_size=MAX_BODY + 1,

@@ -370,7 +370,7 @@ def test_act_as_approver_refusals(tmp_path: Path, kubeconfig: Path, block: str, 
 
 
 def test_every_setting_is_in_the_readmes_table() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     names = [field.validation_alias for field in Settings.model_fields.values()]
     assert all(isinstance(name, str) for name in names)
     missing = [name for name in names if f"\n| `{name}` |" not in readme]
