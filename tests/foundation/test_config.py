@@ -375,3 +375,11 @@ def test_every_setting_is_in_the_readmes_table() -> None:
     assert all(isinstance(name, str) for name in names)
     missing = [name for name in names if f"\n| `{name}` |" not in readme]
     assert not missing, f"settings without a row in the README's table: {missing}"
+
+
+@pytest.mark.parametrize("value", ["0", "many", "1001"])
+def test_an_http_thread_count_that_cannot_work_is_refused_by_name(value: str) -> None:
+    assert load_settings({"NSSTUCK_HTTP_THREADS": "7"}).http_threads == 7
+    with pytest.raises(ConfigError, match="NSSTUCK_HTTP_THREADS") as caught:
+        load_settings({"NSSTUCK_HTTP_THREADS": value})
+    assert len(str(caught.value).splitlines()) == 1
