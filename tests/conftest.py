@@ -14,6 +14,7 @@ the same database, for looking (and tampering) from outside.
 
 from __future__ import annotations
 
+import compileall
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 
 from bot.store import migrating
 from bot.store.database import Database
+from tests._migrated import clean_up, migrated
 from tests.pgdatabase import Roles, database_with_roles, temporary_database
 
 pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin"]
@@ -43,6 +45,20 @@ def _postgres_admin_url() -> str | None:
             pytest.fail("NSSTUCK_REQUIRE_POSTGRES=1 but NSSTUCK_TEST_POSTGRES_URL is not set")
         pytest.skip("no PostgreSQL server (run the suite through `make test`)")
     return url
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the bytecode of bot/ and tests/ once, in the controlling process: the CLI, the bot and the
+    emulators the tests start would otherwise compile every module again, each time, wherever
+    PYTHONDONTWRITEBYTECODE is set (it only stops writing; the compiled files are still read)."""
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller compiled them
+    for folder in ("bot", "tests"):
+        compileall.compile_dir(REPO / folder, quiet=1, workers=1)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    clean_up()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -71,11 +87,11 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 @pytest.fixture
 def database(request: pytest.FixtureRequest, database_url: str) -> Iterator[Database]:
-    """A migrated database, built the way production builds it: by running the migrations (on
+    """A migrated database: a copy of one this process migrated once (tests/_migrated.py), or (on
     `postgresql-runtime`, as the migration role, and used as the runtime role)."""
     roles = request.node.stash.get(ROLES, None)
     if roles is None:
-        migrating.upgrade(database_url)
+        migrated(database_url)  # the migrations, run once per process into a template (tests/_migrated.py)
         db = Database(database_url)
     else:
         migrating.upgrade(roles.migration, variable=migrating.MIGRATION_URL, runtime_role=roles.runtime_role)

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 from bot.store import migrating
+from tests._migrated import migrated
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
 from tests.fakes.slackapi import SlackEmulator
@@ -257,7 +258,7 @@ def remediation_bot(
         migrating.upgrade(roles.migration, variable=migrating.MIGRATION_URL, runtime_role=roles.runtime_role)
     else:
         database = database or f"sqlite:///{tmp_path / 'bot.db'}"
-        migrating.upgrade(database)
+        migrated(database)
     env = {**FAST, **(extra_env or {})}
     with serve_process(slack, config, database, tmp_path, extra_env=env, socket_mode=socket_mode) as running:
         if socket_mode:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests.approvals._flow import FAST, Flow, write_config
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -39,7 +39,7 @@ def _requested(slack: SlackEmulator, kube: Emulator, tmp_path: Path) -> Iterator
     config, database). The test makes it die; a second bot is started from the same config and database."""
     config = write_config(tmp_path, kube)
     database = f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(database)
+    migrated(database)
     (tmp_path / "first").mkdir()
     (tmp_path / "second").mkdir()
     with serve_process(slack, config, database, tmp_path / "first", extra_env=ENV) as first:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests.approvals._flow import FAST, Flow, write_config
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
@@ -28,7 +28,7 @@ def test_twenty_concurrent_approvals_on_two_replicas_apply_the_change_once(
         slack_emulator.add_user(user, user.lower())
     slack_emulator.add_usergroup(GROUP, "approvers-ten", APPROVERS, name="Ten approvers")
     config = write_config(tmp_path, kube_emulator, approvers=(GROUP,), required=3)
-    migrating.upgrade(postgres_url)
+    migrated(postgres_url)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with (

@@ -24,6 +24,7 @@ from bot.store import migrating
 from bot.store.audit import entry_hash
 from bot.store.database import Database
 from bot.store.models import AuditEntry
+from tests._migrated import migrated
 from tests.audit.test_audit_chain import KIALI, add_backup, append_entries, attacker, make_request
 from tests.foundation.test_config import run_nsstuck
 
@@ -429,10 +430,9 @@ def test_export_json_and_csv(database: Database) -> None:
 
 
 def test_export_usage_errors(tmp_path: Path) -> None:
-    from bot.store import migrating
 
     url = f"sqlite:///{tmp_path / 'a.db'}"
-    migrating.upgrade(url)
+    migrated(url)
     env = {"NSSTUCK_DATABASE_URL": url}
     both = run_nsstuck("audit", "export", "--json", "--csv", env=env)
     assert both.returncode == 2
@@ -616,7 +616,6 @@ def test_an_old_backup_holding_values_is_shown_without_them(database: Database, 
 
 @pytest.mark.kubectl
 def test_a_backup_recreates_the_object_with_kubectl(tmp_path: Path, kubeconfig_path: Path) -> None:
-    from bot.store import migrating
 
     def kubectl(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "KUBECONFIG": str(kubeconfig_path), "HOME": str(tmp_path)}
@@ -641,7 +640,7 @@ def test_a_backup_recreates_the_object_with_kubectl(tmp_path: Path, kubeconfig_p
     assert live_service["metadata"]["resourceVersion"]
 
     url = f"sqlite:///{tmp_path / 'b.db'}"
-    migrating.upgrade(url)
+    migrated(url)
     database = Database(url)
     try:
         request_id = make_request(database)

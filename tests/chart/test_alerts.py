@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from bot.services.metrics import Metrics, StoreMetrics
-from bot.store import migrating
 from bot.store.database import Database
+from tests._migrated import migrated
 from tests.chart.conftest import REPO, HelmError, Render, find, one
 
 UNIT_TESTS = Path(__file__).parent / "alerts" / "nsstuck-alerts.test.yaml"
@@ -125,7 +125,7 @@ def test_bad_rule_values_are_refused_saying_where(render: Render, values: dict[s
 def _exported(tmp_path: Path) -> set[str]:
     """Every metric family the bot's /metrics has, those computed from the database included."""
     url = f"sqlite:///{tmp_path / 'metrics.db'}"
-    migrating.upgrade(url)
+    migrated(url)
     db = Database(url)
     try:
         metrics = Metrics()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
@@ -25,7 +25,7 @@ def _setup(tmp_path: Path, kube: Emulator) -> dict[str, str]:
     )
     (tmp_path / "now").write_text("2026-11-23T10:00:00Z")
     database = f"sqlite:///{tmp_path / 'n.db'}"
-    migrating.upgrade(database)
+    migrated(database)
     return {
         "NSSTUCK_CONFIG": str(tmp_path / "nsstuck.yaml"),
         "NSSTUCK_DATABASE_URL": database,
@@ -89,7 +89,7 @@ def test_bad_input_is_one_line(tmp_path: Path, kube_emulator: Emulator) -> None:
 def test_nothing_to_digest_is_said_plainly(tmp_path: Path) -> None:
     (tmp_path / "nsstuck.yaml").write_text("clusters: []\n")
     database = f"sqlite:///{tmp_path / 'n.db'}"
-    migrating.upgrade(database)
+    migrated(database)
     env = {"NSSTUCK_CONFIG": str(tmp_path / "nsstuck.yaml"), "NSSTUCK_DATABASE_URL": database}
     result = run_nsstuck("digest", "run", "--dry-run", env=env)
     assert (result.returncode, result.stdout) == (2, "")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
@@ -34,7 +34,7 @@ def test_two_replicas_post_each_digest_once(
     )
     clock = tmp_path / "now"
     clock.write_text("2026-11-23T07:59:50Z\n")  # a Monday, ten seconds before 09:00 in Berlin
-    migrating.upgrade(postgres_url)
+    migrated(postgres_url)
     env = {"NSSTUCK_CLOCK_FILE": str(clock), "NSSTUCK_DIGEST_TICK_SECONDS": "0.3", "NSSTUCK_REPOST_SECONDS": "60"}
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -6,14 +6,14 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.store import migrating
 from bot.store.database import Database
+from tests._migrated import migrated
 from tests.foundation.test_config import run_nsstuck
 
 
 def test_history_json_and_text(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'h.db'}"
-    migrating.upgrade(url)
+    migrated(url)
     db = Database(url)
     with db.unit_of_work() as uow:
         for uid, namespace in (("u1", "istio-system"), ("u2", "payments")):

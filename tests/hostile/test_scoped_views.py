@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests.approvals._flow import Flow
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
@@ -115,7 +115,7 @@ def _three_clusters(workdir: Path, *, socket: bool) -> Iterator[Scoped]:
             for namespace in STUCK:
                 _namespace(kube, namespace, delete=True)
             database = f"sqlite:///{workdir / 'bot.db'}"
-            migrating.upgrade(database)
+            migrated(database)
             with serve_process(slack, _config(workdir, kube), database, workdir, socket_mode=socket) as running:
                 if socket:
                     slack.socket.wait_for_connections(1, timeout=15)

@@ -18,6 +18,7 @@ from sqlalchemy import event, text
 
 from bot.slack.signing import WINDOW_SECONDS, RequestGate, Verdict, signature_of
 from bot.store.database import Database
+from tests._migrated import migrated
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import Delivery, SignedRequest
@@ -255,12 +256,11 @@ def test_without_its_database_the_gate_still_refuses_a_replay_to_this_replica(tm
 def test_a_request_replayed_to_another_replica_is_refused(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, postgres_url: str
 ) -> None:
-    from bot.store import migrating
     from tests.approvals._flow import FAST, Flow, write_config
     from tests.slack._bot import serve_process
 
     config = write_config(tmp_path, kube_emulator)
-    migrating.upgrade(postgres_url)
+    migrated(postgres_url)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with (

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests.approvals._flow import Flow, remediation_bot
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
@@ -102,7 +102,7 @@ def test_a_hung_plugin_holds_neither_the_bot_nor_other_clusters(
         "  - name: hung\n    kubeconfig: hung.kubeconfig\n"
     )
     database = f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(database)
+    migrated(database)
     env = {"NSSTUCK_CREDENTIAL_TIMEOUT_SECONDS": "2"}
     with serve_process(slack_emulator, config, database, tmp_path, extra_env=env) as bot:
         # more commands on the hung cluster than there are diagnosis workers, then one elsewhere

@@ -14,8 +14,8 @@ from bot.domain.snapshot_codec import decompress_snapshot
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import diagnose_namespace
 from bot.services.recording import record
-from bot.store import migrating
 from bot.store.database import Database
+from tests._migrated import migrated
 from tests.approvals._flow import FAST, Flow, write_config
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -61,7 +61,7 @@ def test_secret_values_are_dropped_before_anything_keeps_them(
     assert encoded not in snapshot
 
     url = f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(url)
+    migrated(url)
     db = Database(url)
     try:
         record(db, result, trigger="cli", requested_by="", post_channel=None)
@@ -140,7 +140,7 @@ def test_no_secret_or_configmap_value_reaches_the_running_bot(
     build_vault(kube_emulator, canaries)
     socket_mode = transport == "socket_mode"
     config = write_config(tmp_path, kube_emulator)
-    migrating.upgrade(database_url)
+    migrated(database_url)
     kube_emulator.request_journal.clear()
     with serve_process(
         slack_emulator,

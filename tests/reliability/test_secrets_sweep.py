@@ -60,7 +60,7 @@ import yaml
 from sqlalchemy import create_engine, inspect, make_url, text
 
 from bot.cli import main
-from bot.store import migrating
+from tests._migrated import migrated
 from tests._python import PYTHON, assert_no_resource_warning
 from tests.approvals._flow import Flow
 from tests.conftest import REPO
@@ -806,7 +806,7 @@ def test_no_secret_reaches_what_anyone_can_see(
         clock = tmp_path / "now"
         clock.write_text("2026-11-23T09:00:30Z\n")  # 30 s after the digest's time: made up at start-up
         database = f"sqlite:///{tmp_path / 'bot.db'}"
-        migrating.upgrade(database)
+        migrated(database)
         env = _base_env(world, slack, database, config, clock)
         for name, value in env.items():
             monkeypatch.setenv(name, value)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests._python import PYTHON, assert_no_resource_warning
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
@@ -72,7 +72,7 @@ def running_bot(
         "contexts: [{name: gone, context: {cluster: gone, user: u}}]\n"
     )
     database = database or f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(database)
+    migrated(database)
     with serve_process(
         slack_emulator, tmp_path / "nsstuck.yaml", database, tmp_path, socket_mode=socket_mode, extra_env=extra_env
     ) as running:
@@ -106,6 +106,9 @@ def serve_process(
             # (tests/hostile/test_bounded_work.py sets its own)
             "NSSTUCK_USER_COMMANDS_PER_MINUTE": "100000",
             "NSSTUCK_CHANNEL_COMMANDS_PER_MINUTE": "100000",
+            # one diagnosis worker process, not one per core: the tests about the pool set their own
+            # (tests/slack/test_worker_processes.py); a worker costs a second of CPU to start
+            "NSSTUCK_DIAGNOSIS_WORKERS": "1",
         }
     )
     if socket_mode:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.store import migrating
+from tests import _migrated
 from tests.foundation.test_config import run_nsstuck
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def migrated(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'serve.db'}"
-    migrating.upgrade(url)
+    _migrated.migrated(url)
     return url
 
 

@@ -14,6 +14,7 @@ from bot.domain.statuses import IncidentStatus, RequestStatus
 from bot.errors import PermanentError, StoreError, StoreUnavailableError, TemporaryError
 from bot.store.database import Database
 from bot.store.models import Incident
+from tests._migrated import migrated
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
 
@@ -75,9 +76,8 @@ def test_a_sqlite_file_that_cannot_be_opened_is_a_temporary_store_error(tmp_path
 
 @pytest.mark.postgres
 def test_a_server_that_goes_away_mid_transaction_is_a_temporary_store_error(postgres_url: str) -> None:
-    from bot.store import migrating
 
-    migrating.upgrade(postgres_url)
+    migrated(postgres_url)
     db = Database(postgres_url)
     try:
         with pytest.raises(StoreUnavailableError), db.unit_of_work() as uow:

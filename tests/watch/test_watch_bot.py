@@ -20,7 +20,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import create_engine, text
 
-from bot.store import migrating
+from tests._migrated import migrated
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -124,7 +124,7 @@ def watching_bot(
     clock = tmp_path / "now"
     clock.write_text(clock_at + "\n")
     url = f"sqlite:///{tmp_path / 'bot.db'}"
-    migrating.upgrade(url)
+    migrated(url)
     with serve_process(slack, config, url, tmp_path, extra_env=watch_env(clock)) as bot:
         yield bot, Store(url), clock
 
