@@ -7,7 +7,7 @@ CONSTRAINTS := requirements/constraints.txt
 NSSTUCK_CONFIG ?= $(if $(wildcard config/nsstuck.yaml),config/nsstuck.yaml,config/nsstuck.example.yaml)
 export NSSTUCK_CONFIG
 
-.PHONY: install run test lint chart pytest lock clean bench demo
+.PHONY: install run test test-fast lint chart pytest lock clean bench demo
 
 $(BIN)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ run: install
 test: install
 	bash scripts/check
 
+## while you work: the lint gates and the tests that need no PostgreSQL, kubectl, helm or real-time waits
+test-fast: install
+	bash scripts/check --fast
+
 lint: install
 	bash scripts/check --lint-only
 
@@ -45,7 +49,7 @@ lock: install
 	 $(BIN)/pip freeze --exclude-editable | grep -v '^-e' | sort -f) > $(CONSTRAINTS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage-data *.egg-info
 
 ## benchmarks with their baselines measured in the same run (see bench/)
 bench: install

@@ -24,9 +24,9 @@ from bot.store import migrating
 from bot.store.audit import entry_hash
 from bot.store.database import Database
 from bot.store.models import AuditEntry
+from tests._cli import run_nsstuck
 from tests._migrated import migrated
 from tests.audit.test_audit_chain import KIALI, add_backup, append_entries, attacker, make_request
-from tests.foundation.test_config import run_nsstuck
 
 ENTRIES = AuditEntry.__table__
 

@@ -13,8 +13,8 @@ from unittest.mock import patch
 from bot.cli import main
 from bot.diagnosis.conditions import parse_conditions, split_group_errors
 from bot.services import diagnosing
+from tests._cli import run_nsstuck
 from tests.fakes.kubeapi import Emulator
-from tests.foundation.test_config import run_nsstuck
 
 
 def _namespace(emu: Emulator, name: str, *, delete: bool) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
+from tests._cli import run_nsstuck
 from tests._migrated import migrated
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import OPS_CHANNEL
-from tests.foundation.test_config import run_nsstuck
 
 
 def _setup(tmp_path: Path, kube: Emulator) -> dict[str, str]:

@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+from tests._cli import run_nsstuck
 from tests.faults._support import (
     APISERVICES,
     INTERNAL_ERROR,
@@ -15,7 +16,6 @@ from tests.faults._support import (
     SLOW_MS,
     Cluster,
 )
-from tests.foundation.test_config import run_nsstuck
 
 TIMEOUT = 3
 # the deadline is the collection's; a Python process starting and importing the client comes on top

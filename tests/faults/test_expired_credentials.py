@@ -9,8 +9,8 @@ import pytest
 
 from bot.errors import ClusterUnreachableError
 from bot.services.scanning import scan_cluster
+from tests._cli import run_nsstuck
 from tests.faults._support import DEADLINE, Cluster, scan_options
-from tests.foundation.test_config import run_nsstuck
 
 
 def _expire(cluster: Cluster) -> str:

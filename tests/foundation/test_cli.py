@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli import build_parser, main
-from tests.foundation.test_config import run_nsstuck
+from tests._cli import run_nsstuck_process as run_nsstuck  # the command line as a process: exit codes, stderr
 
 
 def _all_command_paths(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -14,9 +14,9 @@ import yaml
 
 from bot.kube.permissions import READ_PERMISSIONS
 from bot.remediation.permissions import remediation_rules
+from tests._cli import run_nsstuck
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.scenarios import Api
-from tests.foundation.test_config import run_nsstuck
 
 SA = "system:serviceaccount:nsstuck:nsstuck"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"

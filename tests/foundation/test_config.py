@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import textwrap
 from datetime import timedelta
 from pathlib import Path
@@ -12,28 +10,9 @@ import pytest
 
 from bot.errors import ConfigError, UnknownClusterError
 from bot.settings import Settings, load_config, load_settings, parse_duration
-from tests._python import PYTHON, assert_no_resource_warning
+from tests._cli import run_nsstuck_process as run_nsstuck  # this module's tests are about the process
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def run_nsstuck(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run the real console entry point in a child process, as a user would."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
-    full_env.update(env or {})
-    done = subprocess.run(
-        [*PYTHON, "-m", "bot", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd or REPO,
-        timeout=60,
-        check=False,
-    )
-    assert_no_resource_warning(done.stderr, "nsstuck " + " ".join(args))
-    return done
 
 
 def write(tmp_path: Path, text: str, name: str = "nsstuck.yaml") -> Path:

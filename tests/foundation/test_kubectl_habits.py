@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests._cli import run_nsstuck
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.clock import FakeClock
 from tests.fakes.kubeapi.scenarios import apply_scenario
-from tests.foundation.test_config import run_nsstuck
 
 STUCK = ("seed000-metrics-missing-endpoints", "ack-system-e2e-test-0")
 
@@ -268,7 +268,8 @@ def _in_terminal(args: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     import select
     import subprocess
 
-    from tests.foundation.test_config import PYTHON, REPO
+    from tests._python import PYTHON
+    from tests.foundation.test_config import REPO
 
     out_master, out_slave = pty.openpty()
     err_master, err_slave = pty.openpty()

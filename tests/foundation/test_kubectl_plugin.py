@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests._cli import run_nsstuck_process as run_nsstuck
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.scenarios import apply_scenario
-from tests.foundation.test_config import REPO, run_nsstuck
+from tests.foundation.test_config import REPO
 
 SCRIPTS = Path(sys.executable).parent
 KUBECTL = shutil.which("kubectl", path="/usr/local/bin:/usr/bin:/bin")

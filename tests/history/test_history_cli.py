@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.store.database import Database
+from tests._cli import run_nsstuck
 from tests._migrated import migrated
-from tests.foundation.test_config import run_nsstuck
 
 
 def test_history_json_and_text(tmp_path: Path) -> None:

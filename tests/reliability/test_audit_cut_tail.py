@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from tests._cli import run_nsstuck
 from tests.approvals._flow import Flow, remediation_bot
 from tests.audit.test_audit_chain import attacker
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.scenarios import run_for
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
-from tests.foundation.test_config import run_nsstuck
 
 FOLLOW = {"NSSTUCK_REMEDIATION_FOLLOW_SECONDS": "600"}
 

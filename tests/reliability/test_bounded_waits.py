@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests._cli import run_nsstuck
 from tests._migrated import migrated
 from tests.approvals._flow import Flow, remediation_bot
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
-from tests.foundation.test_config import run_nsstuck
 from tests.slack._bot import serve_process
 
 # writes its own pid and its child's, then hangs (as a plugin waiting for a browser login would)

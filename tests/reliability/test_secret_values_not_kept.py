@@ -15,13 +15,13 @@ from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import diagnose_namespace
 from bot.services.recording import record
 from bot.store.database import Database
+from tests._cli import run_nsstuck
 from tests._migrated import migrated
 from tests.approvals._flow import FAST, Flow, write_config
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
-from tests.foundation.test_config import run_nsstuck
 from tests.reliability._values import FINALIZER, NAMESPACE, ValueCanaries, build_vault, value_requests
 from tests.reliability.test_secrets_sweep import Surfaces, _dump_database, _slack_surfaces
 from tests.slack._bot import serve_process

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import _migrated
-from tests.foundation.test_config import run_nsstuck
+from tests._cli import run_nsstuck
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -20,13 +20,13 @@ from sqlalchemy import create_engine, inspect, make_url
 
 from bot.store import grants, migrating
 from bot.store.database import Database
+from tests._cli import run_nsstuck
 from tests.approvals._flow import remediation_bot
 from tests.audit.test_audit_chain import add_backup, append_entries, make_request
 from tests.conftest import _postgres_admin_url
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import BOB
-from tests.foundation.test_config import run_nsstuck
 from tests.pgdatabase import Roles, database_with_roles
 
 # what the issue asks of the audit tables, written out here rather than read from bot/store/grants.py

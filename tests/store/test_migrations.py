@@ -8,7 +8,7 @@ from sqlalchemy import create_engine, inspect
 
 from bot.store import migrating
 from bot.store.models import Base
-from tests.foundation.test_config import run_nsstuck
+from tests._cli import run_nsstuck
 
 TABLES = {"incidents", "diagnoses", "alembic_version"}
 
