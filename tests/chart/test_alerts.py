@@ -1,8 +1,8 @@
 """The chart's opt-in PrometheusRule (issue 25 §2): off by default, its thresholds from the values (the
 schema refuses what is not one), `max by` in every expression, accepted by `promtool check rules`, and
 firing as tests/chart/alerts/nsstuck-alerts.test.yaml says under `promtool test rules` (two replicas
-raise one alert). Every metric a rule reads is one the bot exports, and every metric and alert is in the
-README.
+raise one alert). Every metric a rule reads is one the bot exports, and every metric and alert is in
+docs/operations.md, "Metrics and alerts".
 
 promtool comes with Debian's `prometheus` package (`.ci/run` installs it). Without it these tests are
 skipped, unless NSSTUCK_REQUIRE_PROMTOOL=1 (as `make test` and CI set it), where they fail instead."""
@@ -139,13 +139,13 @@ def _exported(tmp_path: Path) -> set[str]:
     return {n for n in re.findall(r"^# TYPE (\w+) \w+$", text, re.MULTILINE) if not n.endswith("_created")}
 
 
-def test_every_metric_an_alert_reads_is_exported_and_every_metric_and_alert_is_in_the_readme(
+def test_every_metric_an_alert_reads_is_exported_and_every_metric_and_alert_is_documented(
     render: Render, tmp_path: Path
 ) -> None:
     exported = _exported(tmp_path)
     read = {name for rule in _rules(render) for name in re.findall(r"\bnsstuck_\w+", rule["expr"])}
     assert read <= exported, read - exported
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Metrics and alerts", 1)[1].split("\n## ", 1)[0]
+    doc = (REPO / "docs" / "operations.md").read_text()
+    section = doc.split("\n## Metrics and alerts\n", 1)[1].split("\n## ", 1)[0]
     missing = sorted(name for name in exported | ALERTS if f"`{name}" not in section)
     assert not missing, missing

@@ -56,7 +56,7 @@ def test_the_remediation_role_is_the_remediation_table(render: Render) -> None:
     docs = render(REMEDIATION_ON)
     role = one(docs, "ClusterRole", "nsstuck-remediate")
     assert grants(_rules(role)) == grants(remediation_rules())
-    # the writes, exactly the documented ones (README "RBAC"): patch on the catalogue's resources...
+    # the writes, exactly the documented ones (docs/rbac.md): patch on the catalogue's resources...
     catalogue = {("patch", group, resource) for group, resource in catalogue_resources()}
     documented = catalogue | {
         ("patch", "", "namespaces"),

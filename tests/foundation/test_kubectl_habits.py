@@ -169,7 +169,7 @@ def test_diagnose_finds_the_cluster_as_kubectl_does(kube_emulator: Emulator, tmp
 
 
 def test_a_config_file_with_one_cluster_is_no_longer_the_default(kube_emulator: Emulator, tmp_path: Path) -> None:
-    # the migration note of the README: without --cluster, the kubeconfig is used even when the config
+    # the migration note of docs/commands.md: without --cluster, the kubeconfig is used even when the config
     # file registers clusters (one or several); --cluster NAME still picks a registered one
     apply_scenario(kube_emulator, STUCK[0])
     registered = kube_emulator.write_kubeconfig(tmp_path / "registered.kubeconfig", context="reg")

@@ -1,10 +1,15 @@
-"""Every `nsstuck` example of the README runs (issue 24, "Done when"): the lines of its shell blocks
-that run nsstuck (`nsstuck`, `.venv/bin/nsstuck`, `kubectl nsstuck`) must all be in "Try it without a
-cluster", and that block runs as written, line by line in bash, against the Kubernetes emulator it
-starts itself (`python -m tests.fakes.kubeapi ... &`), with /tmp/ moved to the test's own folder.
-A line ending in `# exit N` must exit N, every other line 0; an `export` line sets what the lines after
-it see, as in one shell. The command of a CI snippet (a YAML block's `- nsstuck ...` or `run: nsstuck
-...`, issue 27) must be the command of a line of that block too."""
+"""Every `nsstuck` example of the README and of docs/ runs (issue 24, "Done when"): the lines of their
+shell blocks that run nsstuck (`nsstuck`, `.venv/bin/nsstuck`, `kubectl nsstuck`) must all be in the
+README's "Try it without a cluster", and that block runs as written, line by line in bash, against the
+Kubernetes emulator it starts itself (`python -m tests.fakes.kubeapi ... &`), with /tmp/ moved to the
+test's own folder. A line ending in `# exit N` must exit N, every other line 0; an `export` line sets
+what the lines after it see, as in one shell. The command of a CI snippet (a YAML block's `- nsstuck
+...` or `run: nsstuck ...`, issue 27), in the README or docs/, must be the command of a line of that
+block too.
+
+The README is a front page (issue 35): under 400 lines, starting with its two commands, `make run` and
+`make test`, which the Makefile has; the rest is in docs/, and every relative link of the README and
+docs/ leads to a file, and a heading, that exist."""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from pathlib import Path
 from tests.foundation.test_config import REPO
 
 README = REPO / "README.md"
+DOCS = sorted((REPO / "docs").glob("*.md"))  # what the README links to (precheck.md has the CI snippet)
 SECTION = "\n### Try it without a cluster\n"
 _BLOCK = re.compile(r"```(sh|bash|console)\n(.*?)```", re.S)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -52,6 +58,11 @@ def _try_it_block() -> list[str]:
     return [line for line in match.group(2).splitlines() if line.strip()]
 
 
+def _documentation() -> str:
+    """The README and every file of docs/, one text."""
+    return "\n".join(path.read_text() for path in (README, *DOCS))
+
+
 def _logical_lines(block: str) -> list[str]:
     """The block's commands, a line ending in a backslash joined to the next."""
     return [line.strip() for line in block.replace("\\\n", " ").splitlines()]
@@ -59,9 +70,9 @@ def _logical_lines(block: str) -> list[str]:
 
 def test_every_nsstuck_example_is_in_the_block_that_runs() -> None:
     covered = set(_try_it_block())
-    examples = [line for m in _BLOCK.finditer(README.read_text()) for line in _logical_lines(m.group(2))]
+    examples = [line for m in _BLOCK.finditer(_documentation()) for line in _logical_lines(m.group(2))]
     elsewhere = [line for line in examples if _runs_nsstuck(line) and line not in covered]
-    assert elsewhere == [], "README examples of nsstuck outside 'Try it without a cluster' (run them there)"
+    assert elsewhere == [], "examples of nsstuck outside the README's 'Try it without a cluster' (run them there)"
     assert sum(_runs_nsstuck(line) for line in covered) >= 8
 
 
@@ -78,11 +89,11 @@ def test_every_ci_snippet_runs_in_the_block() -> None:
     ran = {_command(line) for line in _try_it_block()}
     steps = [
         match.group(1)
-        for block in _YAML_BLOCK.finditer(README.read_text())
+        for block in _YAML_BLOCK.finditer(_documentation())
         for line in block.group(1).splitlines()
         if (match := _CI_STEP.match(line)) and _runs_nsstuck(match.group(1))
     ]
-    assert steps, "the README shows no CI snippet running nsstuck"
+    assert steps, "neither the README nor docs/ shows a CI snippet running nsstuck"
     assert [step for step in steps if _command(step) not in ran] == []
 
 
@@ -150,3 +161,38 @@ def test_the_try_it_block_runs_against_the_emulator(tmp_path: Path) -> None:
             for stream in (emulator.stdout, emulator.stderr):
                 if stream is not None:
                     stream.close()
+
+
+def test_the_readme_is_a_front_page_that_starts_with_the_two_commands() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) < 400, "the README is a front page: move the details to docs/ and link them"
+    top = re.match(r"# nsstuck\n\n```sh\n(.*?)```\n", text, re.S)
+    assert top is not None, "the README starts with the block of its two commands"
+    assert [line.split("#", 1)[0].strip() for line in top.group(1).splitlines()] == ["make run", "make test"]
+    makefile = (REPO / "Makefile").read_text()
+    assert "\nrun: install\n" in makefile
+    assert "\ntest: install\n" in makefile
+
+
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a file's headings."""
+    headings = re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", markdown, flags=re.S), re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_the_links_of_the_readme_and_docs_lead_somewhere() -> None:
+    broken = []
+    for path in (README, *DOCS):
+        for target in _LINK.findall(path.read_text()):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            file, _, anchor = target.partition("#")
+            linked = (path.parent / file).resolve() if file else path
+            if not linked.exists():
+                broken.append(f"{path.name}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked.read_text()):
+                broken.append(f"{path.name}: {target} (no such heading)")
+    assert broken == []

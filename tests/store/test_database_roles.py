@@ -257,7 +257,7 @@ def test_a_group_role_shares_the_runtime_s_share_among_its_logins(roles: Roles) 
 @pytest.mark.postgres
 def test_a_single_role_installation_moves_to_two_roles(roles: Roles) -> None:
     """Before: one role (the runtime's) owns the database and every table. `db upgrade` with a migration
-    URL refuses that in one line and changes nothing; after the README's REASSIGN OWNED it grants the
+    URL refuses that in one line and changes nothing; after docs/database-roles.md's REASSIGN OWNED it grants the
     runtime role its share, and the data is all there."""
     _admin(roles, f'ALTER DATABASE "{make_url(roles.admin).database}" OWNER TO {roles.runtime_role}')
     single = run_nsstuck("db", "upgrade", env={"NSSTUCK_DATABASE_URL": roles.runtime})  # as it was done
