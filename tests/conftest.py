@@ -26,7 +26,7 @@ from bot.store.database import Database
 from tests._migrated import clean_up, migrated
 from tests.pgdatabase import Roles, database_with_roles, temporary_database
 
-pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin"]
+pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin", "tests._scheduling"]
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
+import pytest
+
 from bot.cli import main
 from bot.diagnosis.conditions import parse_conditions, split_group_errors
 from bot.services import diagnosing
@@ -56,6 +58,7 @@ def test_json_report_of_a_stuck_namespace(kube_emulator: Emulator, kubeconfig_pa
     assert finding["remedies"][-1]["action"] == "force_finalize_namespace"
 
 
+@pytest.mark.timing
 def test_a_list_whose_answer_trickles_is_a_gap_at_the_timeout(kube_emulator: Emulator, kubeconfig_path: Path) -> None:
     """The configmaps' answer never ends (a byte every half second, so no read times out): the command
     still ends at its --timeout, the list a gap, and nothing offered on what it could not see."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from tests.emulator._api_support import Raw, admin, emu, make_cm, make_ns, status_body, user
 from tests.fakes.kubeapi import Emulator, FakeClock
 
 __all__ = ["admin", "emu", "user"]
 
 
+@pytest.mark.timing
 def test_starts_fast_and_stops() -> None:
     t0 = time.monotonic()
     e = Emulator(clock=FakeClock(), controllers=False).start()

@@ -14,6 +14,9 @@ import pytest
 from tests.emulator._api_support import Raw, admin, emu, make_cm, make_ns, status_body, user
 from tests.fakes.kubeapi import Emulator
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 __all__ = ["admin", "emu", "user"]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from tests.emulator._api_support import Raw, admin, emu, make_ns, user
 from tests.fakes.kubeapi import Emulator
 
@@ -24,6 +26,7 @@ def _crd(i: int) -> dict[str, object]:
     }
 
 
+@pytest.mark.timing
 def test_parallel_requests_with_latency_overlap(emu: Emulator, admin: Raw, user: Raw) -> None:
     make_ns(admin, "bench")
     for i in range(40):

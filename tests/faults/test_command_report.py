@@ -7,6 +7,8 @@ import json
 import time
 from typing import Any
 
+import pytest
+
 from tests._cli import run_nsstuck
 from tests.faults._support import (
     APISERVICES,
@@ -16,6 +18,9 @@ from tests.faults._support import (
     SLOW_MS,
     Cluster,
 )
+
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
 
 TIMEOUT = 3
 # the deadline is the collection's; a Python process starting and importing the client comes on top

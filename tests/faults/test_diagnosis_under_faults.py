@@ -18,6 +18,9 @@ from tests.faults._support import (
     offered,
 )
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 
 def test_without_faults_the_report_is_complete_and_offers_force_finalize(cluster: Cluster) -> None:
     """The baseline that makes the absence of the offer below mean something."""

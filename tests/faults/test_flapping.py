@@ -24,6 +24,9 @@ from tests.faults._support import (
     scan_options,
 )
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 UNAVAILABLE = "service unavailable\n"  # what the aggregator answers for an API it cannot reach
 PLAIN = {"Content-Type": "text/plain; charset=utf-8", "X-Content-Type-Options": "nosniff"}
 

@@ -24,6 +24,9 @@ from tests.faults._support import (
     too_many_requests,
 )
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 APISERVICES_GAP = "list apiservices (cluster-wide)"
 
 

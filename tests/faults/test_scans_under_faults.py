@@ -23,6 +23,9 @@ from tests.faults._support import (
     scan_options,
 )
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 
 @pytest.mark.parametrize("fault", FAULTS + CULPRIT_FAULTS, ids=str)
 def test_the_stuck_namespace_is_reported_whatever_the_fault(cluster: Cluster, fault: Fault) -> None:

@@ -26,6 +26,9 @@ from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, CAROL, OPS_CHANNEL, SECOND_CHANNEL
 from tests.slack._bot import Running, running_bot
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 MB = 1 << 20
 
 

@@ -21,6 +21,9 @@ from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import BOB
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 DEADLINE = 9.0  # NSSTUCK_EXECUTION_TIMEOUT_SECONDS: as in the report of the defect (the grace is 5 s)
 CONFIGMAPS = "/api/v1/namespaces/finalizer-demo/configmaps"
 FINAL = ("applied", "failed", "stale")

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from tests.approvals._flow import remediation_bot
@@ -23,6 +24,9 @@ from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
 from tests.slack._bot import Running, running_bot
+
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
 
 JSON = dict[str, Any]
 REPORT = "1. `orphaned_finalizer`"

@@ -527,6 +527,7 @@ def test_an_unreachable_server(tmp_path: Path) -> None:
         connection.close()
 
 
+@pytest.mark.timing
 def test_a_server_that_does_not_answer_in_time(kube_emulator: Emulator, kubeconfig_path: Path) -> None:
     kube_emulator.knobs.latency(2500, match="/apiservices/")
     # a fraction of a second is honoured (the Transport passes a (connect, read) pair)

@@ -21,6 +21,9 @@ from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL
 from tests.slack._bot import Running, running_bot
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 
 @pytest.fixture
 def bot(slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path) -> Iterator[Running]:

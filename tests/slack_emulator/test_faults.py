@@ -12,6 +12,9 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from tests.fakes.slackapi import FakeClock, RateLimiter, SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL, SECOND_CHANNEL, make_web_client
 
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
+
 
 def test_rate_limiter_is_a_token_bucket_per_channel() -> None:
     clock = FakeClock()

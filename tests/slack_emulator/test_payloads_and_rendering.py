@@ -152,6 +152,7 @@ def test_render_message() -> None:
     assert render_message({"text": "plain"}) == "plain"
 
 
+@pytest.mark.timing
 def test_wait_for_times_out_with_a_message(slack_emulator: SlackEmulator) -> None:
     started = time.monotonic()
     with pytest.raises(AssertionError, match="never"):
