@@ -793,6 +793,9 @@ class Settings(BaseModel):
     # HTTP mode: requests handled at once (waitress threads); each mostly waits (for Bolt's listener to
     # acknowledge, for the database), so a burst of commands is served side by side rather than in turns
     http_threads: int = Field(default=32, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
+    # the `kubernetes` package imported piece by piece (bot/kube/_lazy.py), or whole with false; read by
+    # bot.kube from the environment when it is imported (before settings are loaded), validated here
+    lazy_kubernetes: bool = Field(default=True, validation_alias="NSSTUCK_LAZY_KUBERNETES")
 
     @property
     def config_path_is_default(self) -> bool:
