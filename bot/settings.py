@@ -28,7 +28,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from bot.domain.refs import ChannelId, ClusterName
 from bot.errors import ConfigError, UnknownClusterError
@@ -696,10 +695,14 @@ def resolve_kubeconfig(cluster: ClusterConfig, config_path: Path) -> Path | None
 # The environment (contract §3).
 
 
-class Settings(BaseSettings):
-    """Process settings from the environment. Secrets stay `SecretStr` so they never print."""
+class Settings(BaseModel):
+    """Process settings from the environment. Secrets stay `SecretStr` so they never print.
 
-    model_config = SettingsConfigDict(extra="ignore", frozen=True, case_sensitive=True)
+    A plain model: `settings_problems` reads the environment, once, explicitly, and validates the
+    variables it names (each field's `validation_alias`, matched case-sensitively); nothing else is read
+    (no .env file, no secrets directory). Defaults are validated as the values given are."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)
 
     config_path: Path = Field(default=DEFAULT_CONFIG_PATH, validation_alias="NSSTUCK_CONFIG")
     database_url: str = Field(default="sqlite:///nsstuck.db", validation_alias="NSSTUCK_DATABASE_URL")
@@ -790,18 +793,9 @@ class Settings(BaseSettings):
     # HTTP mode: requests handled at once (waitress threads); each mostly waits (for Bolt's listener to
     # acknowledge, for the database), so a burst of commands is served side by side rather than in turns
     http_threads: int = Field(default=32, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # only what load_settings() passes in: the environment is read there, once, explicitly
-        return (init_settings,)
+    # the `kubernetes` package imported piece by piece (bot/kube/_lazy.py), or whole with false; read by
+    # bot.kube from the environment when it is imported (before settings are loaded), validated here
+    lazy_kubernetes: bool = Field(default=True, validation_alias="NSSTUCK_LAZY_KUBERNETES")
 
     @property
     def config_path_is_default(self) -> bool:

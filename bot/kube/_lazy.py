@@ -15,6 +15,12 @@ package as the `__init__`'s own run would show it (its version literals and noth
 name asked of such a package (`kubernetes.client.CoreV1Api`, as a test or another library may), or
 its `dir()`, runs its `__init__` then, in full, so nothing behaves differently, only later (tested in
 tests/foundation/test_lazy_kubernetes.py). Nothing happens when `kubernetes` was imported already.
+
+`NSSTUCK_LAZY_KUBERNETES=0` (or `false`, `no`, `off`) turns this off: `kubernetes` is then imported
+whole, as a plain `import kubernetes` does. It is read from the environment where `bot.kube` is
+imported (the CLI, `serve`, each diagnosis worker process), before any settings are loaded: `diagnose
+--kubeconfig` starts without the settings' model. The model (bot/settings.py) validates it for
+`config check` and `serve`; a value it would refuse imports the package whole here.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import importlib.util
 import sys
 import threading
 import types
+from collections.abc import Mapping
 from typing import Any
 
 # names of the packages' `__init__` that live in a submodule of their own, taken from there
@@ -111,6 +118,16 @@ def _initialise(module: _Package) -> None:
         assert spec is not None
         assert spec.loader is not None
         spec.loader.exec_module(module)
+
+
+SWITCH = "NSSTUCK_LAZY_KUBERNETES"
+# what pydantic takes for true, as the settings' model reads the variable (unset or empty: the default, on)
+_ON = frozenset({"", "1", "true", "t", "yes", "y", "on"})
+
+
+def enabled(environ: Mapping[str, str]) -> bool:
+    """Whether `environ` leaves the piecewise import on (NSSTUCK_LAZY_KUBERNETES unset, empty or true)."""
+    return environ.get(SWITCH, "").lower() in _ON
 
 
 def install() -> None:

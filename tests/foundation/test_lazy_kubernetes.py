@@ -3,13 +3,23 @@ from `kubernetes` afterwards, in any order and form, gets what it would get from
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from bot.kube import _lazy
+from bot.settings import load_settings, settings_problems
+
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _environment(**more: str) -> dict[str, str]:
+    """The process environment without the switch (a developer's NSSTUCK_LAZY_KUBERNETES=0 would turn
+    the piecewise import these tests are about off), and with `more`."""
+    return {**{k: v for k, v in os.environ.items() if k != _lazy.SWITCH}, **more}
 
 
 def _run(code: str) -> str:
@@ -21,14 +31,21 @@ def _run(code: str) -> str:
         capture_output=True,
         text=True,
         timeout=60,
+        env=_environment(),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip()
 
 
-def _plain(code: str) -> str:
+def _plain(code: str, **env: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_environment(**env),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.strip()
@@ -69,3 +86,30 @@ def test_the_client_nsstuck_builds_does_not_import_every_model() -> None:
         " 'kubernetes.client.api' in sys.modules, 'kubernetes.dynamic' in sys.modules)"
     )
     assert out == "0 False False"
+
+
+@pytest.mark.parametrize("value", ["0", "false", "False", "no", "off", "OFF"])
+def test_the_switch_off_imports_kubernetes_whole(value: str) -> None:
+    """NSSTUCK_LAZY_KUBERNETES=0: bot.kube leaves `kubernetes` alone, and its first import is a plain one."""
+    code = (
+        "import sys, bot.kube\n"
+        "print('kubernetes' in sys.modules)\n"
+        "import bot.kube.connecting\n"
+        "print(type(sys.modules['kubernetes']).__name__, 'kubernetes.client.api' in sys.modules)"
+    )
+    assert _plain(code, NSSTUCK_LAZY_KUBERNETES=value).splitlines() == ["False", "module True"]
+    assert _plain(code).splitlines() == ["True", "_Package False"]
+
+
+@pytest.mark.parametrize(
+    "value", ["", "1", "true", "True", "yes", "on", "t", "y", "0", "false", "no", "off", "f", "n", "maybe", "2", " 0"]
+)
+def test_the_switch_is_read_as_the_settings_read_it(value: str) -> None:
+    """bot.kube reads the variable itself (it is imported before any settings are loaded): what the
+    settings' model takes for true keeps the piecewise import, what it takes for false turns it off,
+    and a value it refuses (`config check` and `serve` stop there) imports the package whole."""
+    environ = {_lazy.SWITCH: value}
+    settings, problems = settings_problems(environ)
+    assert _lazy.enabled(environ) is (settings.lazy_kubernetes if settings is not None else False)
+    assert settings is not None or problems[0].key == _lazy.SWITCH
+    assert _lazy.enabled({}) is load_settings({}).lazy_kubernetes is True
