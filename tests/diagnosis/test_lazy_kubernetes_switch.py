@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests._cli import run_nsstuck_process as run_nsstuck  # the import of the package is the point: a fresh process
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
-from tests.foundation.test_config import run_nsstuck
 
 # what differs from one run to the next: the wall clock's "now" and the durations counted up to it
 # ("deleting for 7d 8h" may turn into 7d 9h between the two runs)
