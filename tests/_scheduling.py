@@ -47,16 +47,18 @@ def _recorded() -> dict[str, float]:
 
 
 _GROUP_SUFFIX = re.compile(r"@(timing|tests/[^@\[\]]*)$")
-_source_cache: dict[Path, str] = {}
+_needs_cache: dict[Path, tuple[bool, bool]] = {}
 
 
-def _source(path: Path) -> str:
-    if path not in _source_cache:
+def _needs(path: Path) -> tuple[bool, bool]:
+    """(runs kubectl, is slow) of a module, from its source, once per module."""
+    if path not in _needs_cache:
         try:
-            _source_cache[path] = path.read_text()
+            source = path.read_text()
         except OSError:
-            _source_cache[path] = ""
-    return _source_cache[path]
+            source = ""
+        _needs_cache[path] = (bool(_KUBECTL.search(source)), bool(_SLOW.search(source)))
+    return _needs_cache[path]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -85,10 +87,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unit_of: dict[str, str] = {}
     for item in items:
         path = Path(str(item.path))
-        source = _source(path)
-        if _KUBECTL.search(source):
+        kubectl, slow = _needs(path)
+        if kubectl:
             item.add_marker(pytest.mark.kubectl)
-        if _SLOW.search(source) or path.parent.name in SLOW_FOLDERS or durations.get(item.nodeid, 0.0) >= SLOW_SECONDS:
+        if slow or path.parent.name in SLOW_FOLDERS or durations.get(item.nodeid, 0.0) >= SLOW_SECONDS:
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("timing") is not None:
             group = "timing"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +26,11 @@ from bot.store import migrating
 from bot.store.database import Database
 from tests._migrated import clean_up, migrated
 from tests.pgdatabase import Roles, database_with_roles, temporary_database
+
+# pytest keeps the test modules it rewrites (for its assertions) in __pycache__ only where bytecode may be
+# written; with PYTHONDONTWRITEBYTECODE set (this machine sets it) every process of a run would rewrite
+# all 250 modules again (a third of the time of a collection). Here it may: the files are pytest's own.
+sys.dont_write_bytecode = False
 
 pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin", "tests._scheduling"]
 
