@@ -44,6 +44,7 @@ from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_o
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.domain.values import is_value_resource, metadata_only, without_values
 from bot.errors import ClusterUnreachableError
+from bot.kube.requesting import MAX_ANSWER
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
 from bot.logs import carrying
 
@@ -70,6 +71,8 @@ class CollectOptions:
     # collect an Active namespace whole, for the prediction of what deleting it would meet; scans, which
     # diagnose terminating namespaces only, read one that turned Active alone
     predict: bool = True
+    # the largest answer read, in bytes (NSSTUCK_MAX_ANSWER_MB): a larger one is a gap saying so
+    max_answer: int = MAX_ANSWER
 
 
 @dataclass(frozen=True)
