@@ -154,7 +154,7 @@ def read_limited(read1: Callable[[int], bytes], limit: int, before: Callable[[],
 
 
 def _mib(size: int) -> str:
-    return f"{size / MIB:g} MiB"
+    return f"{size // MIB} MiB" if size % MIB == 0 else f"{size} bytes"
 
 
 # what urllib3 takes as a read timeout when a socket call ends with one of these
