@@ -125,12 +125,12 @@ def too_large(limit: int) -> Refused:
 
 def check_head(header: Callable[[str], str | None], limit: int) -> None:
     """Refuse, before reading its body, an answer encoded although identity was asked for, or one that
-    announces a body over `limit` bytes (`header`: a header's value by its name)."""
-    encoding = (header("Content-Encoding") or "").strip()
+    announces a body over `limit` bytes (`header`: a header's value by its name in lower case)."""
+    encoding = (header("content-encoding") or "").strip()
     if encoding and encoding.lower() != "identity":
         raise Refused(f"came encoded (Content-Encoding: {encoding[:40]}) although identity was asked for; not decoded")
     try:
-        announced = int(header("Content-Length") or "")
+        announced = int(header("content-length") or "")
     except ValueError:
         return
     if announced > limit:
@@ -360,7 +360,7 @@ def _exchange(link: _Link, ends: float, limit: int) -> tuple[Answer, bool]:
         key = name.lower()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
     try:
-        check_head(response.getheader, limit)
+        check_head(headers.get, limit)
         body = read_limited(response.read1, limit)
         if response.length:  # Content-Length said more than came before the end (urllib3 says so too)
             raise http.client.IncompleteRead(bytes(body), response.length)
