@@ -612,7 +612,8 @@ def test_a_trickled_answer_times_out_at_the_call_timeout_the_same(emu: Emulator,
     kind, error = outcomes[0]
     assert kind == "error"
     assert error.message == "timed out after 0.5s (ReadTimeoutError)"
-    assert all(0.5 <= seconds < 1.0 for seconds in took), took
+    # (the trickle would last for days: 64 MiB at a byte every 50 ms; the margin is a loaded machine's)
+    assert all(0.5 <= seconds < 2.0 for seconds in took), took
 
 
 def test_a_gzip_labelled_answer_is_refused_the_same(emu: Emulator, kubeconfig: Path) -> None:
