@@ -183,6 +183,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     from bot import logs
     from bot.kube.collecting import CollectOptions
     from bot.kube.registry import ClusterRegistry
+    from bot.kube.requesting import MIB
     from bot.scheduler import running as scheduling
     from bot.scheduler.jobs import job_list
     from bot.services.answering import Answering
@@ -218,7 +219,9 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     # diagnoses (and remediation's re-checks) run in worker processes, started now, in the background:
     # the bot answers while they start, and a job waits for the first that is ready
     deadline = settings.diagnosis_deadline_seconds
-    options = CollectOptions(deadline=deadline, call_timeout=min(10.0, deadline))
+    options = CollectOptions(
+        deadline=deadline, call_timeout=min(10.0, deadline), max_answer=settings.max_answer_mb * MIB
+    )
     workers = WorkerPool(
         size=settings.diagnosis_workers or default_size(),
         setup=WorkerSetup(
@@ -385,7 +388,11 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
     # 64 calls at a time: a lone diagnosis waits for the network more than for its CPU (bench/diagnose.py:
     # on the 1,000-type cluster, 64 collected faster than 32 and than 96)
     options = CollectOptions(
-        deadline=args.timeout, call_timeout=min(10.0, args.timeout), workers=CLI_CALLS, progress=progress
+        deadline=args.timeout,
+        call_timeout=min(10.0, args.timeout),
+        workers=CLI_CALLS,
+        progress=progress,
+        max_answer=_max_answer(ctx),
     )
     with _without_cycle_collection():
         try:
@@ -402,6 +409,16 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
         print(f"nsstuck: {args.namespace} on {target.name} is stuck: {cause}", file=ctx.err)
         return STUCK
     return 0
+
+
+def _max_answer(ctx: Context) -> int:
+    """NSSTUCK_MAX_ANSWER_MB in bytes. The settings (their model, and every variable checked) are loaded
+    only when it is set: `diagnose --kubeconfig` starts without them."""
+    from bot.kube.requesting import MAX_ANSWER, MIB
+
+    if not os.environ.get("NSSTUCK_MAX_ANSWER_MB"):
+        return MAX_ANSWER
+    return ctx.settings.max_answer_mb * MIB
 
 
 # `precheck`: what deleting an Active namespace now would meet (contract §1)
@@ -429,7 +446,9 @@ def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
     target = _select_cluster(args, ctx)
     terminal = _is_terminal(ctx.err)
     progress = _ProgressLine(ctx.err, f"{target.name}/{namespace}", doing="prechecking") if terminal else None
-    options = CollectOptions(deadline=args.timeout, call_timeout=min(10.0, args.timeout), progress=progress)
+    options = CollectOptions(
+        deadline=args.timeout, call_timeout=min(10.0, args.timeout), progress=progress, max_answer=_max_answer(ctx)
+    )
     try:
         diagnosis = diagnose_namespace(target, namespace, options=options).diagnosis
     finally:

@@ -787,6 +787,9 @@ class Settings(BaseModel):
     diagnosis_deadline_seconds: float = Field(
         default=20.0, ge=1, le=300, validation_alias="NSSTUCK_DIAGNOSIS_DEADLINE_SECONDS"
     )
+    # the largest answer (a list's page, a discovery document) a diagnosis reads, in MiB: a larger one is
+    # not read past this and is a gap naming the limit (the default: bot.kube.requesting.MAX_ANSWER)
+    max_answer_mb: int = Field(default=256, ge=1, le=65_536, validation_alias="NSSTUCK_MAX_ANSWER_MB")
     # HTTP mode: seconds an idle connection stays open, and connections open at once (waitress)
     http_idle_seconds: float = Field(default=30.0, ge=1, le=3600, validation_alias="NSSTUCK_HTTP_IDLE_SECONDS")
     http_connection_limit: int = Field(default=100, ge=1, le=10_000, validation_alias="NSSTUCK_HTTP_CONNECTION_LIMIT")

@@ -44,6 +44,7 @@ from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_o
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.domain.values import is_value_resource, metadata_only, without_values
 from bot.errors import ClusterUnreachableError
+from bot.kube.requesting import MAX_ANSWER
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
 from bot.logs import carrying
 
@@ -70,6 +71,8 @@ class CollectOptions:
     # collect an Active namespace whole, for the prediction of what deleting it would meet; scans, which
     # diagnose terminating namespaces only, read one that turned Active alone
     predict: bool = True
+    # the largest answer read, in bytes (NSSTUCK_MAX_ANSWER_MB): a larger one is a gap saying so
+    max_answer: int = MAX_ANSWER
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,8 @@ class Progress:
 
 
 # how long past the deadline the end of a collection waits for its calls still running: a call is given
-# what is left of the deadline as its timeout, so it has ended by then unless its server trickles
+# what is left of the deadline as its timeout, for its whole answer (bot.kube.requesting), so it has
+# ended by then, its socket closed, unless it went through the client and its server trickles the headers
 LATE_CALL_GRACE = 0.25
 
 # aggregated APIs that compute views and store no objects: their outage hides nothing in a namespace
@@ -182,8 +186,9 @@ class _Calls:
     Threads are started as calls come, up to `size`. `shutdown` drops the calls not started yet; the
     `with` block's end waits for those running (their connection may be closed right after), until
     `wait_until` (a `time.monotonic()`): a call still running then is left to end by itself on its
-    daemon thread. Its timeout bounds each read, not the whole answer, so a server that trickles its
-    answer would otherwise hold the collection past its deadline, however long it trickles.
+    daemon thread. Its timeout bounds the whole answer on the Reader's path and the body on the
+    client's, but only each receive of the headers there, so a server that trickles its headers to the
+    client would otherwise hold the collection past its deadline, however long it trickles.
     """
 
     def __init__(self, size: int, wait_until: float) -> None:

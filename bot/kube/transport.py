@@ -18,7 +18,18 @@ from kubernetes.client.exceptions import ApiException
 
 from bot.kube.connecting import Connection
 from bot.kube.observing import CallObserver, CallOutcome, status_outcome
-from bot.kube.requesting import ConnectTimeout, Dropped, NotConnected, Reader, ReadTimeout, TlsFailed
+from bot.kube.requesting import (
+    MAX_ANSWER,
+    ConnectTimeout,
+    Dropped,
+    NotConnected,
+    Reader,
+    ReadTimeout,
+    Refused,
+    TlsFailed,
+    check_head,
+    read_limited,
+)
 
 UNAVAILABLE = "the server is currently unable to handle the request"
 NOT_FOUND = "the server could not find the requested resource"
@@ -110,6 +121,10 @@ class Transport:
 
     Each attempt is told to `observer` (by default the connection's): the cluster, how it ended
     (`CallOutcome`) and how long it took.
+
+    Every answer is bounded (`bot.kube.requesting`): its whole body must come within the attempt's
+    timeout, hold at most `max_answer` bytes and not be encoded; one that is not is a CONNECTION error
+    saying so, not retried.
     """
 
     def __init__(
@@ -119,9 +134,11 @@ class Transport:
         call_timeout: float = 10.0,
         retries_on_429: int = 3,
         observer: CallObserver | None = None,
+        max_answer: int = MAX_ANSWER,
     ) -> None:
         self.connection = connection
         self.call_timeout = call_timeout
+        self.max_answer = max_answer
         self.retries_on_429 = retries_on_429
         self.observer = observer if observer is not None else connection.observer
 
@@ -275,7 +292,7 @@ class Transport:
     ) -> Any:
         """A GET by the connection's Reader, its failures said as those of the client (`_send_by_client`)."""
         try:
-            answer = reader.get(path, query, accept=accept, timeout=timeout)
+            answer = reader.get(path, query, accept=accept, timeout=timeout, limit=self.max_answer)
         except ConnectTimeout:
             raise CallError(CallKind.TIMEOUT, f"timed out after {timeout:g}s (ConnectTimeoutError)") from None
         except ReadTimeout:
@@ -288,6 +305,8 @@ class Transport:
             raise CallError(
                 CallKind.CONNECTION, self.connection.scrub(_client_failure(f"SSLError\n{e.text}"))
             ) from None
+        except Refused as e:
+            raise _refused(path, e) from None
         except (ValueError, TypeError) as e:
             raise CallError(CallKind.CONNECTION, f"the request could not be made ({e.__class__.__name__})") from None
         if not 200 <= answer.status <= 299:
@@ -300,7 +319,7 @@ class Transport:
         """An answer with an error status, as callers see it (a 401 marks the connection refused)."""
         if status == 401:
             self.connection.refused = True  # its credentials are loaded again before it is lent again
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes | bytearray) else str(body or "")
         message, reason = _status_message(status, text)
         return CallError(
             CallKind.STATUS,
@@ -327,6 +346,7 @@ class Transport:
         headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
+        started = time.monotonic()
         try:
             response = api.call_api(
                 path,
@@ -340,9 +360,11 @@ class Transport:
                 # a (connect, read) pair: the client silently ignores a single float
                 _request_timeout=(timeout or self.call_timeout, timeout or self.call_timeout),
             )
-            raw = response.data
             if content_types is not None:
                 content_types.append(str(response.headers.get("Content-Type") or ""))
+            raw = _read_by_client(response, self.max_answer, started + (timeout or self.call_timeout))
+        except Refused as e:
+            raise _refused(path, e, method) from None
         except ApiException as e:
             if not e.status and e.body is None:
                 # not an answer: the client failed on its side, e.g. a TLS handshake (status 0)
@@ -370,7 +392,37 @@ class Transport:
         return _decoded_json(raw)
 
 
-def _decoded_json(raw: bytes | None) -> Any:
+def _read_by_client(response: Any, limit: int, ends: float) -> bytearray:
+    """The body of the client's answer (urllib3's, not yet read), bounded as the Reader bounds it: not
+    encoded, at most `limit` bytes, whole by `ends`. Each read waits for at most one receive, itself
+    waiting at most for what is left of the time (its socket's timeout set to it: urllib3 set it to
+    the call's timeout, for each receive). The headers' time is urllib3's: each receive of them within
+    the timeout, not all of them (and an error answer's body is read whole by the client itself, in
+    ApiException, before it can be looked at)."""
+    try:
+        check_head(response.headers.get, limit)
+
+        def bounded() -> None:
+            left = ends - time.monotonic()
+            if left <= 0:
+                raise urllib3.exceptions.ReadTimeoutError(None, "", "Read timed out.")  # type: ignore[arg-type]
+            sock = getattr(response.connection, "sock", None)
+            if sock is not None:
+                sock.settimeout(left)
+
+        return read_limited(partial(response.read1, decode_content=False), limit, bounded)
+    except BaseException:
+        response.close()  # closes its connection too: what is left of the answer is not read
+        response.release_conn()
+        raise
+
+
+def _refused(path: str, error: Refused, method: str = "GET") -> CallError:
+    """An answer not read whole on purpose (`requesting.Refused`), as the gap that names it."""
+    return CallError(CallKind.CONNECTION, f"the answer to {method} {path} {error.why}")
+
+
+def _decoded_json(raw: bytes | bytearray | None) -> Any:
     try:
         return json.loads(raw) if raw else None
     except ValueError:

@@ -142,7 +142,7 @@ def _collect(
     connections: ConnectionCache | None,
 ) -> NamespaceSnapshot:
     with _connection(target, options, connections) as connection:
-        transport = Transport(connection, call_timeout=options.call_timeout)
+        transport = Transport(connection, call_timeout=options.call_timeout, max_answer=options.max_answer)
         try:
             return Collector(transport, cluster=target.name, options=options, clock=clock).collect(namespace)
         except ClusterUnreachableError:

@@ -82,7 +82,7 @@ def scan_cluster(
     except UserError as e:
         return _unreachable(target.name, str(e))
     try:
-        transport = Transport(connection, call_timeout=options.call_timeout)
+        transport = Transport(connection, call_timeout=options.call_timeout, max_answer=options.max_answer)
         try:
             listed = list_namespaces(transport, timeout=options.call_timeout)
         except ClusterUnreachableError as e:

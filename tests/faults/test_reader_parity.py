@@ -15,6 +15,7 @@ import copy
 import io
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -34,7 +35,7 @@ from bot.domain.refs import ClusterName
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget, ConnectionCache, Impersonation, connect
 from bot.kube.requesting import NotConnected, Reader
-from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, Transport
+from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
 from bot.services.diagnosing import diagnose_namespace
 from bot.services.reporting import render_text
 from tests.fakes.kubeapi import Emulator, FakeClock
@@ -540,3 +541,89 @@ def test_what_the_reader_does_not_reproduce_stays_with_the_client(emu: Emulator,
         assert not Reader.usable(configuration)
     finally:
         connection.close()
+
+
+LIMIT = 1024  # bytes, for the answers below
+
+
+@pytest.mark.parametrize(
+    ("answer", "refusal"),
+    [
+        (OK_HEAD + b"Content-Length: 1025\r\n\r\n" + b" " * 1025, "was larger than"),
+        (
+            OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b" " * 1024 + b"\r\n1\r\n \r\n0\r\n\r\n",
+            "was larger than",
+        ),
+        (b"HTTP/1.0 200 OK\r\n\r\n" + b" " * 5000, "was larger than"),
+        (OK_HEAD + b"Content-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}", "came encoded (Content-Encoding: gzip)"),
+        (OK_HEAD + b"Content-Encoding: deflate\r\n\r\n{}", "came encoded (Content-Encoding: deflate)"),
+        # at the limit, and said to be as it is
+        (OK_HEAD + b"Content-Length: 1024\r\n\r\n{}" + b" " * 1022, ""),
+        (OK_HEAD + b"Content-Encoding: identity\r\nContent-Length: 2\r\n\r\n{}", ""),
+    ],
+)
+def test_an_answer_too_large_or_encoded_is_refused_the_same(answer: bytes, refusal: str, tmp_path: Path) -> None:
+    """Over the largest answer (announced, chunked, or up to the close) or encoded although identity was
+    asked for: the same CallError on both paths, naming what was refused; nothing decoded."""
+    with _answering(answer, tmp_path) as config:
+        fast, slow = _pair(config)
+        fast.max_answer = slow.max_answer = LIMIT
+        try:
+            by_reader = _outcome(lambda: _once_seen(fast))
+            by_client = _outcome(lambda: _once_seen(slow))
+        finally:
+            fast.connection.close()
+            slow.connection.close()
+    assert by_reader == by_client
+    kind, outcome = by_reader
+    if not refusal:
+        assert kind == "answer"
+        return
+    assert kind == "error"
+    assert outcome.kind is CallKind.CONNECTION
+    assert not outcome.dropped
+    assert outcome.message.startswith(f"the answer to GET /api/v1/x {refusal}")
+    if "larger" in refusal:
+        assert outcome.message.endswith("larger than NSSTUCK_MAX_ANSWER_MB (1024 bytes); read stopped")
+
+
+def test_a_trickled_answer_times_out_at_the_call_timeout_the_same(emu: Emulator, kubeconfig: Path) -> None:
+    """A body that comes a byte at a time never times a receive out: the call's timeout is the whole
+    answer's, on both paths."""
+    emu.knobs.trickle(rf"^GET {NS_PATH}$", interval=0.05)
+    fast, slow = _pair(kubeconfig)
+    took = []
+    try:
+        outcomes = []
+        for transport in (fast, slow):
+            started = time.monotonic()
+            outcomes.append(
+                _outcome(
+                    lambda t=transport: t._once(  # type: ignore[misc]
+                        "GET", NS_PATH, query=None, body=None, content_type=JSON, timeout=0.5
+                    )
+                )
+            )
+            took.append(time.monotonic() - started)
+    finally:
+        fast.connection.close()
+        slow.connection.close()
+    assert outcomes[0] == outcomes[1]
+    kind, error = outcomes[0]
+    assert kind == "error"
+    assert error.message == "timed out after 0.5s (ReadTimeoutError)"
+    # (the trickle would last for days: 64 MiB at a byte every 50 ms; the margin is a loaded machine's)
+    assert all(0.5 <= seconds < 2.0 for seconds in took), took
+
+
+def test_a_gzip_labelled_answer_is_refused_the_same(emu: Emulator, kubeconfig: Path) -> None:
+    """What crashed a diagnosis (zlib.error) before: refused on both paths, as a call that failed."""
+    emu.knobs.rewrite(rf"^GET {NS_PATH}$", headers={"Content-Encoding": "gzip"}, body=b"\x1f\x8b not gzip")
+    kind, error = _same(
+        emu, kubeconfig, lambda t: t._once("GET", NS_PATH, query=None, body=None, content_type=JSON, timeout=2)
+    )
+    assert kind == "error"
+    assert error.message == (
+        f"the answer to GET {NS_PATH} came encoded (Content-Encoding: gzip) although identity was asked for;"
+        " not decoded"
+    )

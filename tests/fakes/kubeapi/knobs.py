@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,14 @@ class LatencyRule:
 class TrickleRule:
     match: re.Pattern[str]
     interval: float
+
+
+@dataclass
+class RewriteRule:
+    match: re.Pattern[str]
+    status: int
+    headers: dict[str, str]
+    body: bytes | Callable[[], Iterable[bytes]]
 
 
 @dataclass
@@ -56,6 +65,7 @@ class Knobs:
     forbid_rules: list[ForbidRule] = field(default_factory=list)
     fault_rules: list[FaultRule] = field(default_factory=list)
     trickle_rules: list[TrickleRule] = field(default_factory=list)
+    rewrite_rules: list[RewriteRule] = field(default_factory=list)
     unreachable_services: set[str] = field(default_factory=set)
     webhook_verdict: dict[str, str] = field(default_factory=dict)
     expired_tokens: set[str] = field(default_factory=set)
@@ -123,12 +133,32 @@ class Knobs:
 
     def trickle(self, match: str, interval: float = 0.5) -> TrickleRule:
         """Answer matching requests ("METHOD /path" regex search) of non-admin identities with a 200 whose
-        body never ends: the headers at once, then one byte every ``interval`` seconds until the client
-        goes or the emulator stops. A server that trickles its answer: a client's timeout for each read
-        never fires."""
+        body never ends: the headers at once (64 MiB announced, under nsstuck's default largest answer),
+        then one byte every ``interval`` seconds until the client goes or the emulator stops. A server that
+        trickles its answer: a client's timeout for each read never fires."""
         rule = TrickleRule(re.compile(match), interval)
         with self._lock:
             self.trickle_rules.append(rule)
+        return rule
+
+    def rewrite(
+        self,
+        match: str,
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        body: bytes | Callable[[], Iterable[bytes]] = b"",
+    ) -> RewriteRule:
+        """Answer matching requests ("METHOD /path" regex search) of non-admin identities with exactly this,
+        whatever the request: `status`, `headers` as given (Content-Type application/json unless they name
+        one), and `body`: bytes, sent with their Content-Length unless `headers` say otherwise; or a
+        callable giving an iterable of bytes (a generator function), each request its own, sent piece by
+        piece as chunks (or as they are, when `headers` give a Content-Length) until it ends, the client
+        goes or the emulator stops: a huge or an endless body. The connection is closed after a streamed
+        body. The latest rule that matches wins."""
+        rule = RewriteRule(re.compile(match), status, dict(headers or {}), body)
+        with self._lock:
+            self.rewrite_rules.append(rule)
         return rule
 
     def clear(self) -> None:
@@ -137,6 +167,7 @@ class Knobs:
             self.forbid_rules.clear()
             self.fault_rules.clear()
             self.trickle_rules.clear()
+            self.rewrite_rules.clear()
         self.unreachable_services.clear()
         self.webhook_verdict.clear()
         self.expired_tokens.clear()
@@ -164,6 +195,10 @@ class Knobs:
                     rule.hits += 1
                     return rule
         return None
+
+    def rewrite_for(self, line: str) -> RewriteRule | None:
+        with self._lock:
+            return next((rule for rule in reversed(self.rewrite_rules) if rule.match.search(line)), None)
 
     def trickle_for(self, line: str) -> TrickleRule | None:
         with self._lock:

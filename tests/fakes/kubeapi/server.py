@@ -27,6 +27,7 @@ from .errors import (
     service_unavailable_plain,
     unauthorized,
 )
+from .knobs import RewriteRule
 from .protobuf import ProtobufError
 from .registry import ResourceType
 from .selectors import fields_match, labels_match, parse_field_selector, parse_label_selector
@@ -212,11 +213,11 @@ class Handler(BaseHTTPRequestHandler):
         self._send(err.code, err.body(), err.content_type, err.headers)
 
     def _trickle(self, interval: float) -> None:
-        """A 200 with a body of a gigabyte announced, sent a byte at a time (knobs.trickle)."""
+        """A 200 with a body of 64 MiB announced, sent a byte at a time (knobs.trickle)."""
         self.close_connection = True
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(1 << 30))
+        self.send_header("Content-Length", str(1 << 26))
         self.end_headers()
         with contextlib.suppress(OSError):
             self.wfile.write(b"{")
@@ -224,6 +225,37 @@ class Handler(BaseHTTPRequestHandler):
             while not self.emu.stopping.wait(interval):
                 self.wfile.write(b" ")
                 self.wfile.flush()
+
+    def _rewrite(self, rule: RewriteRule) -> None:
+        """The answer a knobs.rewrite rule gives instead of the API server's."""
+        headers = dict(rule.headers)
+        names = {name.lower() for name in headers}
+        if "content-type" not in names:
+            headers["Content-Type"] = "application/json"
+        streamed = not isinstance(rule.body, bytes)
+        chunked = streamed and "content-length" not in names
+        if isinstance(rule.body, bytes) and not names & {"content-length", "transfer-encoding"}:
+            headers["Content-Length"] = str(len(rule.body))
+        elif chunked and "transfer-encoding" not in names:
+            headers["Transfer-Encoding"] = "chunked"
+        self.send_response(rule.status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if isinstance(rule.body, bytes):
+            self.wfile.write(rule.body)
+            return
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            for piece in rule.body():
+                if self.emu.stopping.is_set():
+                    return
+                if chunked and piece:
+                    self._chunk(piece)
+                elif piece:
+                    self.wfile.write(piece)
+            if chunked:
+                self._end_chunks()
 
     def _reset(self) -> None:
         self.close_connection = True
@@ -352,6 +384,10 @@ class Handler(BaseHTTPRequestHandler):
                     self._reset()
                     return
                 self._send_fault(fault.status, fault.body, fault.headers)
+                return
+            rewrite = self.emu.knobs.rewrite_for(line)
+            if rewrite is not None:
+                self._rewrite(rewrite)
                 return
             trickle = self.emu.knobs.trickle_for(line)
             if trickle is not None:
