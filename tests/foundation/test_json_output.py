@@ -156,3 +156,23 @@ def test_a_report_is_written_by_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
     out = io.StringIO()
     _write_json(out, data)
     assert out.getvalue() == expected
+
+
+@pytest.mark.parametrize("data", [{"items": [{"name": "w-1", "n": 1}]}, {"unicode": "naïve 🎉", "del": "\x7f"}])
+def test_written_to_standard_output_in_order_with_what_is_written_around_it(data: Any) -> None:
+    """A stream with a binary buffer (standard output) gets ASCII text as bytes, after what was written before."""
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", write_through=False)
+    out.write("before\n")
+    _write_json(out, data)
+    out.write("after\n")
+    out.flush()
+    assert raw.getvalue() == ("before\n" + json.dumps(data, indent=2) + "\n" + "after\n").encode()
+
+
+def test_a_stream_that_does_not_write_ascii_as_it_is_gets_text() -> None:
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-16")
+    _write_json(out, {"a": [1, "b"]})
+    out.flush()
+    assert raw.getvalue().decode("utf-16") == json.dumps({"a": [1, "b"]}, indent=2) + "\n"
