@@ -189,6 +189,18 @@ class _Calls:
     daemon thread. Its timeout bounds the whole answer on the Reader's path and the body on the
     client's, but only each receive of the headers there, so a server that trickles its headers to the
     client would otherwise hold the collection past its deadline, however long it trickles.
+
+    Kept over a `ThreadPoolExecutor` on measurement (issue 35; the executor tried in place of this class,
+    `_Loop` unchanged, futures handing their outcome to `finished` from a done callback). Its threads are
+    not daemons: the interpreter joins them at exit, so `nsstuck diagnose --timeout 3` against a list
+    that trickles was still running after 60 s, where with this class it ends at 3 s and its start-up
+    (tests/faults/test_command_report.py, a list that trickles).
+    asyncio would run these blocking calls on such an executor too (`asyncio.run` waits for it at its
+    end). Nor was it faster: on bench/diagnose.py's two clusters, 7 alternated runs of each, the process's
+    CPU (median) was 0.714 s with this class against 0.774 s with the executor on the 150-type cluster,
+    1.428 s against 1.441 s on the 1,000-type one, the same peak RSS; their wall times against the floor
+    could not be told apart on that machine (a load average of 30 on its 2 cores: 3.6x against 5.9x,
+    3.7x against 4.2x). See docs/performance.md.
     """
 
     def __init__(self, size: int, wait_until: float) -> None:
@@ -238,7 +250,10 @@ class _Calls:
 
 
 class _Loop:
-    """Labelled calls on the pool, with callbacks run on the collecting thread, until the deadline."""
+    """Labelled calls on the pool, with callbacks run on the collecting thread, until the deadline.
+
+    (An event loop of asyncio would do this part, but its calls would still be blocking ones on an
+    executor's threads: see `_Calls` for why those are ours.)"""
 
     def __init__(self, pool: _Calls, deadline: float, progress: Callable[[Progress], None] | None = None) -> None:
         self.pool = pool

@@ -24,6 +24,7 @@ from waitress.channel import HTTPChannel
 from waitress.server import create_server
 
 from bot.logs import current_format, log_context
+from bot.services.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from bot.slack import shapes
 from bot.slack.app import SlackDoor
 from bot.slack.signing import RequestGate, Verdict
@@ -166,7 +167,7 @@ class Web:
         if path == "/readyz":
             return self._probe(start_response, "readyz", self.ready, b"ready\n", "not ready")
         if path == "/metrics" and self.bot is not None:
-            return self._reply(start_response, 200, self.bot.metrics.render(), "text/plain; version=0.0.4")
+            return self._reply(start_response, 200, self.bot.metrics.render(), METRICS_CONTENT_TYPE)
         if path == "/slack/events" and self.bot is not None and not self.socket_mode:
             if method != "POST":
                 return self._reply(start_response, 405, b"method not allowed\n")

@@ -16,18 +16,25 @@ was let in already: the door answers it 200 with X-Slack-No-Retry, and it does n
 While the database is unavailable (a restart, a fail-over), each replica's own memory of the
 signatures it let in decides, so that commands keep working; a replay sent to another replica in
 that time is not caught.
+
+The signature and the window are checked by slack_sdk's `SignatureVerifier` (the one Bolt uses), on
+what Slack sends and nothing else: the headers are first held to their form here, since the verifier
+takes any timestamp `int()` reads (" 1", "+1", "1_0", digits of other scripts), raises on a signature
+past ASCII (`hmac.compare_digest` of two strings) and on a body that is not UTF-8 (it signs the decoded
+text). Such a body is refused: Bolt, which checks the signature again, could never let it in (it reads
+the body decoded with replacement characters).
 """
 
 from __future__ import annotations
 
 import enum
-import hashlib
-import hmac
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from slack_sdk.signature import Clock, SignatureVerifier
 
 from bot.errors import StoreError, StoreUnavailableError
 from bot.store.database import Database
@@ -37,7 +44,7 @@ log = logging.getLogger(__name__)
 # at most this many signatures remembered in memory before the expired ones are dropped
 _HERE_LIMIT = 100_000
 
-WINDOW_SECONDS = 300  # Slack's tolerance for X-Slack-Request-Timestamp, both ways (as in Bolt)
+WINDOW_SECONDS = 300  # Slack's tolerance for X-Slack-Request-Timestamp, both ways (SignatureVerifier's)
 PRUNE_SECONDS = 60  # how often a process forgets the signatures that are past the window
 _MARGIN_SECONDS = 60  # kept a little past the window, for clocks that disagree a little
 
@@ -49,9 +56,20 @@ class Verdict(enum.Enum):
 
 
 def signature_of(secret: str, timestamp: str, body: bytes) -> str:
-    """Slack's request signature: `v0=` and HMAC-SHA256 of `v0:<timestamp>:<raw body>`."""
-    base = b"v0:" + timestamp.encode() + b":" + body
-    return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+    """Slack's request signature: `v0=` and HMAC-SHA256 of `v0:<timestamp>:<raw body>` (a UTF-8 body)."""
+    signature = SignatureVerifier(secret).generate_signature(timestamp=timestamp, body=body)
+    assert signature is not None  # None only without a timestamp
+    return signature
+
+
+class _Clock(Clock):
+    """slack_sdk's clock (an object with now()) reading ours."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+
+    def now(self) -> float:
+        return self._now()
 
 
 @dataclass
@@ -74,7 +92,7 @@ class RequestGate:
     before its record is committed."""
 
     def __init__(self, signing_secret: str, db: Database, *, clock: Callable[[], float] = time.time) -> None:
-        self._secret = signing_secret
+        self._verifier = SignatureVerifier(signing_secret, clock=_Clock(clock))
         self._db = db
         self._clock = clock
         self._next_prune = 0.0
@@ -88,14 +106,16 @@ class RequestGate:
     def check(self, body: bytes, timestamp: str | None, signature: str | None) -> Verdict:
         if not timestamp or not signature or len(timestamp) > 12 or not (timestamp.isascii() and timestamp.isdigit()):
             return Verdict.INVALID
+        if not signature.isascii():  # never a signature; the verifier would raise on it
+            return Verdict.INVALID
+        try:
+            valid = self._verifier.is_valid(body=body, timestamp=timestamp, signature=signature)
+        except UnicodeDecodeError:  # a body that is not UTF-8, which Slack never sends
+            return Verdict.INVALID
+        if not valid:  # badly signed, or out of the window
+            return Verdict.INVALID
         now = self._clock()
-        signed_at = int(timestamp)
-        if abs(now - signed_at) > WINDOW_SECONDS:
-            return Verdict.INVALID
-        expected = signature_of(self._secret, timestamp, body)
-        if not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace")):
-            return Verdict.INVALID
-        return Verdict.ACCEPTED if self._first_sighting(signature, signed_at, now) else Verdict.REPLAYED
+        return Verdict.ACCEPTED if self._first_sighting(signature, int(timestamp), now) else Verdict.REPLAYED
 
     def _first_sighting(self, signature: str, signed_at: int, now: float) -> bool:
         mine = _Sighting(signature, signed_at)

@@ -75,3 +75,16 @@ def test_a_list_that_never_answers_ends_the_report_on_time(cluster: Cluster) -> 
     ]
     assert "force_finalize_namespace" not in _actions(report)
     assert TIMEOUT <= elapsed < TIMEOUT + PROCESS_MARGIN
+
+
+def test_a_list_that_trickles_ends_the_process_on_time(cluster: Cluster) -> None:
+    """A server that sends its answer a byte at a time never lets a read time out: the call is left
+    running on its thread at the deadline, and that thread does not hold the process's exit (the threads
+    of a ThreadPoolExecutor would, until the call ends: bot/kube/collecting.py's `_Calls`)."""
+    cluster.emu.knobs.trickle(KIALI_LIST, interval=0.5)
+
+    report, elapsed = _report(cluster)
+
+    assert report["complete"] is False
+    assert [g["what"] for g in report["gaps"]] == [f"list kialis.kiali.io in {NAMESPACE}"]
+    assert TIMEOUT <= elapsed < TIMEOUT + PROCESS_MARGIN

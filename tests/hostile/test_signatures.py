@@ -3,13 +3,18 @@ do nothing; Slack's own retries are not mistaken for replays."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from hypothesis import given, settings
@@ -151,6 +156,28 @@ def test_any_signature_headers_that_are_not_slacks_get_401(
         assert delivery.status == 401 or "Invalid header" in delivery.body, (headers, delivery.status, delivery.body)
 
 
+def test_a_signed_body_that_is_not_utf8_is_refused_and_does_nothing(hostile: Hostile) -> None:
+    """Slack sends UTF-8; a body that is not, however well signed (here with the secret itself), gets
+    the 401 of a bad signature and does nothing."""
+    before = hostile.baseline()
+    driver = hostile.flow.bot.driver
+    fields = driver.builder.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL)
+    body = urlencode(fields).encode().replace(b"&text=help&", b"&text=help\xff&", 1)
+    assert b"\xff" in body
+    now = str(int(time.time()))
+    mac = hmac.new(SIGNING_SECRET.encode(), b"v0:" + now.encode() + b":" + body, hashlib.sha256).hexdigest()
+    headers = {"Content-Type": FORM, "X-Slack-Request-Timestamp": now, "X-Slack-Signature": f"v0={mac}"}
+    request = urllib.request.Request(driver.url, data=body, headers=headers, method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    with refused.value as answer:
+        assert answer.code == 401
+        assert json.loads(answer.read()) == {"error": "invalid request"}
+    settled(hostile)
+    assert hostile.rows() == before.rows
+    assert {m: len(hostile.slack.calls(m)) for m in VISIBLE} == before.calls
+
+
 # -- the gate itself, on SQLite and PostgreSQL ------------------------------------------------------
 
 
@@ -247,6 +274,50 @@ def test_without_its_database_the_gate_still_refuses_a_replay_to_this_replica(tm
         assert gate.check(*signed(b"a=2", int(time.time()))) is Verdict.ACCEPTED
     finally:
         database.dispose()
+
+
+def test_signature_of_is_slacks() -> None:
+    """The example of Slack's guide to verifying requests."""
+    body = (
+        b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&"
+        b"channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&"
+        b"response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
+        b"trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+    )
+    assert (
+        signature_of("8f742231b10e8888abcd99yyyzzz85a5", "1531420618", body)
+        == "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+    )
+
+
+def test_the_window_is_five_minutes_each_way_to_the_second(database: Database) -> None:
+    clock = Clock(1_800_000_000)
+    gate = RequestGate(SIGNING_SECRET, database, clock=clock)
+    for offset in (WINDOW_SECONDS, -WINDOW_SECONDS):
+        assert gate.check(*signed(f"at={offset}".encode(), 1_800_000_000 + offset)) is Verdict.ACCEPTED
+    for offset in (WINDOW_SECONDS + 1, -WINDOW_SECONDS - 1):
+        assert gate.check(*signed(f"at={offset}".encode(), 1_800_000_000 + offset)) is Verdict.INVALID
+    clock.now += 0.5  # a second's fraction past the window is past it
+    assert gate.check(*signed(b"late", 1_800_000_000 - WINDOW_SECONDS)) is Verdict.INVALID
+
+
+def test_what_slack_never_sends_is_refused_even_when_signed(database: Database) -> None:
+    """Headers of another form than Slack's, signed with the secret itself for what they say: a timestamp
+    that `int()` reads but Slack never writes, a signature past ASCII, a body that is not UTF-8."""
+    now = int(time.time())
+    gate = RequestGate(SIGNING_SECRET, database)
+
+    def mac(timestamp: str, body: bytes) -> str:
+        base = b"v0:" + timestamp.encode() + b":" + body
+        return "v0=" + hmac.new(SIGNING_SECRET.encode(), base, hashlib.sha256).hexdigest()
+
+    arabic = str(now).translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩"))
+    for timestamp in (f" {now}", f"+{now}", f"{now} ", f"{str(now)[:4]}_{str(now)[4:]}", arabic, f"0{now:012d}"):
+        assert gate.check(b"a=1", timestamp, mac(timestamp, b"a=1")) is Verdict.INVALID, timestamp
+    assert gate.check(b"a=1", str(now), mac(str(now), b"a=1") + "é") is Verdict.INVALID
+    assert gate.check(b"a=1", str(now), "v0=" + "é" * 64) is Verdict.INVALID
+    assert gate.check(b"a=\xff", str(now), mac(str(now), b"a=\xff")) is Verdict.INVALID
+    assert gate.check(b"a=1", str(now), mac(str(now), b"a=1")) is Verdict.ACCEPTED  # the same, as Slack sends it
 
 
 # -- across replicas ----------------------------------------------------------------------------------

@@ -109,6 +109,8 @@ def test_health_readiness_and_metrics(bot: Running) -> None:
     assert re.fullmatch(r"replay;dur=[0-9.]+, handle;dur=[0-9.]+", helped.headers.get("Server-Timing", ""))
     with urllib.request.urlopen(bot.url + "/metrics", timeout=5) as response:
         text = response.read().decode()
+        # the text format 0.0.4, said as prometheus-client says it (Prometheus 2 and 3 both scrape it)
+        assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert 'nsstuck_slash_commands_total{kind="help"} 1.0' in text
 
 
