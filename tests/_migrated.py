@@ -3,10 +3,11 @@
 Running every migration costs most of a second; a test that needs a migrated database and is not about
 the migrations gets a copy of one that this process migrated once (`migrated(url)`), which is the same
 schema to the byte: on SQLite a page-by-page copy of the template file (sqlite3's backup API), on
-PostgreSQL the empty test database dropped and created again from a template database
-(`CREATE DATABASE ... TEMPLATE`). The migrations themselves are still run by the template, by
-tests/store/test_migrations.py, by the runtime-role tests (conftest's `postgresql-runtime`), and by every
-bot and CLI that runs `nsstuck db upgrade`.
+PostgreSQL the empty throw-away database of tests/pgdatabase.py (`t_...`) dropped and created
+again from a template database (`CREATE DATABASE ... TEMPLATE`); any other database is migrated.
+The migrations themselves are still run by the template, by tests/store/test_migrations.py, by the
+runtime-role tests (conftest's `postgresql-runtime`), and by every bot and CLI that runs
+`nsstuck db upgrade`.
 """
 
 from __future__ import annotations
@@ -66,6 +67,15 @@ def _template_for_postgres(url: str) -> str:
         return name
 
 
+def _empty(url: str) -> bool:
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchone()
+    return row is not None and row[0] == 0
+
+
 def migrated(url: str) -> None:
     """Bring the empty database at `url` to the head revision, as `migrating.upgrade(url)` does."""
     path = _sqlite_path(url)
@@ -77,11 +87,11 @@ def migrated(url: str) -> None:
         with closing(sqlite3.connect(template)) as source, closing(sqlite3.connect(path)) as target:
             source.backup(target)
         return
-    if make_url(url).get_backend_name() != "postgresql":
-        migrating.upgrade(url)
+    name = make_url(url).database or ""
+    if make_url(url).get_backend_name() != "postgresql" or not name.startswith("t_") or not _empty(url):
+        migrating.upgrade(url)  # not a throw-away database of tests/pgdatabase.py, or not empty
         return
     template = _template_for_postgres(url)
-    name = make_url(url).database
     with psycopg.connect(_admin_dsn(url), autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')

@@ -132,7 +132,9 @@ def test_a_hung_plugin_holds_neither_the_bot_nor_other_clusters(
 def test_an_approved_change_is_not_queued_behind_diagnoses(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
+    # three workers, as the default on two cores: six 8-second diagnoses must not drain one by one
+    workers = {"NSSTUCK_DIAGNOSIS_WORKERS": "3"}
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path, extra_env=workers) as flow:
         request_id = flow.requested("seed002-configmap-finalizer", "remove_finalizer")
         # every diagnosis worker busy for 8 s on a slow namespace, with more waiting
         kube_emulator.knobs.latency(8000, match="^GET /api/v1/namespaces/slow-")

@@ -811,7 +811,8 @@ def test_no_secret_reaches_what_anyone_can_see(
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         (tmp_path / "bot").mkdir()
-        bot_env = {**FAST, "NSSTUCK_CLOCK_FILE": str(clock)}
+        # every cluster asked at once: three diagnosis workers, as the default on two cores
+        bot_env = {**FAST, "NSSTUCK_CLOCK_FILE": str(clock), "NSSTUCK_DIAGNOSIS_WORKERS": "3"}
         debug = ("--log-level", "DEBUG")
         with serve_process(slack, config, database, tmp_path / "bot", extra_env=bot_env, options=debug) as bot:
             problems = _drive_the_bot(bot, slack, world, database, surfaces)

@@ -106,9 +106,10 @@ def serve_process(
             # (tests/hostile/test_bounded_work.py sets its own)
             "NSSTUCK_USER_COMMANDS_PER_MINUTE": "100000",
             "NSSTUCK_CHANNEL_COMMANDS_PER_MINUTE": "100000",
-            # one diagnosis worker process, not one per core: the tests about the pool set their own
-            # (tests/slack/test_worker_processes.py); a worker costs a second of CPU to start
-            "NSSTUCK_DIAGNOSIS_WORKERS": "1",
+            # the fewest diagnosis workers a default ever starts (2: README's NSSTUCK_DIAGNOSIS_WORKERS),
+            # not one per core and one more: a worker costs a second of CPU to start; the tests about the
+            # pool set their own (tests/slack/test_worker_processes.py)
+            "NSSTUCK_DIAGNOSIS_WORKERS": "2",
         }
     )
     if socket_mode:
