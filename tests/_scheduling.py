@@ -46,7 +46,7 @@ def _recorded() -> dict[str, float]:
     return {str(k): float(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
 
 
-_GROUP_SUFFIX = re.compile(r"@(timing|tests/[^@\[\]]*)$")
+_GROUP_SUFFIX = re.compile(r"@(timing|tests/[^@\[\]]*)$")  # what xdist appends to a grouped test's id
 _needs_cache: dict[Path, tuple[bool, bool]] = {}
 
 
@@ -63,28 +63,37 @@ def _needs(path: Path) -> tuple[bool, bool]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "timing: asserts how long something takes; never runs beside another such test")
+    config.pluginmanager.register(Order(), "nsstuck-order")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(DurationRecorder(), "nsstuck-durations")
 
 
-def _shares_state_across_tests(item: pytest.Item) -> bool:
-    """Whether the test uses a fixture of ours that lives longer than a test (module, package or session
-    scope): such a module's tests go to one process, in their order, so the fixture is built once and
-    what one test leaves for the next (tests/hostile/test_payloads.py) is there."""
+def _shared_state_group(item: pytest.Item) -> str | None:
+    """The group of a test that uses a fixture of ours living longer than a test (module, package or
+    session scope), else None. Such tests go to one process, in their order, so that the fixture is built
+    once there and what one test leaves for the next (tests/hostile/test_payloads.py) is there: one group
+    per module, or per module and value of such a fixture where it is parametrized (one scenario's
+    fixture, tests/diagnosis/test_scenarios.py), so that the values are still spread over the processes."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
-        return False
-    for definitions in info.name2fixturedefs.values():
-        definition = definitions[-1]
-        if definition.scope != "function" and getattr(definition.func, "__module__", "").startswith("tests."):
-            return True
-    return False
+        return None
+    shared = [
+        name
+        for name, definitions in info.name2fixturedefs.items()
+        if definitions[-1].scope != "function" and getattr(definitions[-1].func, "__module__", "").startswith("tests.")
+    ]
+    if not shared:
+        return None
+    module = item.nodeid.split("::", 1)[0]
+    callspec = getattr(item, "callspec", None)
+    indices = [f"{name}={callspec.indices[name]}" for name in sorted(shared) if callspec and name in callspec.indices]
+    return f"{module}#{','.join(indices)}" if indices else module
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The markers, first: `-m` deselects by them and xdist reads the groups after this."""
     durations = _recorded()
-    unit_of: dict[str, str] = {}
     for item in items:
         path = Path(str(item.path))
         kubectl, slow = _needs(path)
@@ -92,25 +101,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.kubectl)
         if slow or path.parent.name in SLOW_FOLDERS or durations.get(item.nodeid, 0.0) >= SLOW_SECONDS:
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("timing") is not None:
-            group = "timing"
-        elif _shares_state_across_tests(item):
-            group = item.nodeid.split("::", 1)[0]
-        else:
-            unit_of[item.nodeid] = item.nodeid
-            continue
-        item.add_marker(pytest.mark.xdist_group(group))
-        unit_of[item.nodeid] = group
-    # the longest unit first (a group is handed out whole, so it weighs what all its tests weigh), each
-    # group's tests in their own order; a test never recorded counts as a second
-    weight: dict[str, float] = {}
-    for item in items:
-        unit = unit_of[item.nodeid]
-        weight[unit] = weight.get(unit, 0.0) + durations.get(item.nodeid, 1.0)
-    first_index = {}
-    for index, item in enumerate(items):
-        first_index.setdefault(unit_of[item.nodeid], index)
-    items.sort(key=lambda item: (-weight[unit_of[item.nodeid]], first_index[unit_of[item.nodeid]]))
+        group = "timing" if item.get_closest_marker("timing") is not None else _shared_state_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+class Order:
+    """The order, last (after pytest's own, which groups the tests of a parametrized fixture): the
+    longest unit first, a group being one unit that weighs what all its tests weigh, each group's
+    tests in their own order; a test never recorded counts as a second."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        durations = _recorded()
+
+        def unit(item: pytest.Item) -> str:
+            marker = item.get_closest_marker("xdist_group")
+            return str(marker.args[0]) if marker is not None and marker.args else item.nodeid
+
+        def seconds(item: pytest.Item) -> float:
+            return durations.get(_GROUP_SUFFIX.sub("", item.nodeid), 1.0)
+
+        weight: dict[str, float] = {}
+        first_index: dict[str, int] = {}
+        for index, item in enumerate(items):
+            weight[unit(item)] = weight.get(unit(item), 0.0) + seconds(item)
+            first_index.setdefault(unit(item), index)
+        items.sort(key=lambda item: (-weight[unit(item)], first_index[unit(item)]))
 
 
 class DurationRecorder:
