@@ -24,6 +24,9 @@ from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
 
 OPTIONS = CollectOptions(deadline=10, call_timeout=3)
+# the module's fixture diagnoses and scans every scenario of the library (about a minute on a quiet
+# machine, more beside the parallel run's other processes): the suite's 120 s guards against hangs
+pytestmark = pytest.mark.timeout(600)
 
 
 def _requests_of(name: str, tmp_path: Path) -> list[str]:
