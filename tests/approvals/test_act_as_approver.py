@@ -230,6 +230,7 @@ def test_an_approver_whose_slack_profile_has_no_email_is_refused(
         assert Api(rbac_cluster).http.get(KIALI)["metadata"]["finalizers"] == ["kiali.io/finalizer"]
 
 
+@pytest.mark.timing  # a 2 s execution deadline that the re-check's diagnosis must fit in
 def test_the_reconciler_reads_as_the_approver(
     slack_emulator: SlackEmulator, rbac_cluster: Emulator, tmp_path: Path
 ) -> None:
