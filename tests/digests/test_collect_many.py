@@ -24,10 +24,10 @@ from tests.fakes.kubeapi.scenarios import SCENARIOS, Api, app, apply_scenario, b
 
 START = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
 OPTIONS = CollectOptions(deadline=20, call_timeout=5)
-# the scenario with a hanging group waits out its call timeout: keep that short (it only has to be the same)
-SCENARIO_OPTIONS = CollectOptions(
-    deadline=20, call_timeout=4
-)  # under the 10 s of the timeout scenario, with room for a loaded machine
+# the scenario with a hanging group waits out its call timeout: keep that short (it only has to be the
+# same), under the scenario's 10 s and with room for a loaded machine (1.5 s was not: a call of another
+# scenario timed out in one of the two collections beside a parallel run)
+SCENARIO_OPTIONS = CollectOptions(deadline=20, call_timeout=4)
 
 
 class Cluster:
