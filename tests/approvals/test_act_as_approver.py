@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.approvals._flow import Flow, remediation_bot
-from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi import Emulator, Journaled
 from tests.fakes.kubeapi.scenarios import Api
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import BOB, CAROL
@@ -94,9 +94,11 @@ def _entries(flow: Flow, request_id: int) -> list[tuple[str, dict[str, Any]]]:
     ]
 
 
-def _writes(kube: Emulator) -> list[dict[str, Any]]:
+def _writes(kube: Emulator) -> list[Journaled]:
     return [
-        e for e in kube.journal if e["method"] in ("PATCH", "PUT", "POST", "DELETE") and "accessreview" not in e["path"]
+        e
+        for e in kube.journal.entries(admin=True)
+        if e.method in ("PATCH", "PUT", "POST", "DELETE") and "accessreview" not in e.path
     ]
 
 
@@ -117,8 +119,10 @@ def test_an_allowed_approver_makes_the_change_as_themself(
     ) as flow:
         request_id = flow.requested(SCENARIO, "remove_finalizer")
         # the diagnosis read with nsstuck's own read role, as itself
-        assert [e for e in rbac_cluster.journal if e["impersonated_by"]] == []
-        assert any(e["user"] == SA and e["path"].startswith("/apis/kiali.io/") for e in rbac_cluster.journal)
+        assert [e for e in rbac_cluster.journal.entries(admin=True) if e.impersonated_by] == []
+        assert any(
+            e.user == SA and e.path.startswith("/apis/kiali.io/") for e in rbac_cluster.journal.entries(admin=True)
+        )
         rbac_cluster.journal.clear()
         assert flow.vote(request_id, CAROL).status == 200
         row = flow.wait_status(request_id, "applied", "failed", "stale", timeout=60)
@@ -126,18 +130,18 @@ def test_an_allowed_approver_makes_the_change_as_themself(
         assert row["status"] == "applied", row["status_reason"]
         assert api.http.get_or_none(KIALI) is None or not api.http.get(KIALI)["metadata"].get("finalizers")
         writes = _writes(rbac_cluster)
-        assert [(w["method"], w["path"], w["dry_run"]) for w in writes] == [
+        assert [(w.method, w.path, w.dry_run) for w in writes] == [
             ("PATCH", KIALI, True),
             ("PATCH", KIALI, False),
         ]
         for write in writes:
-            assert write["user"] == "oidc:carol@example.com"
-            assert write["groups"] == ["sre", "system:authenticated"]
-            assert write["impersonated_by"] == SA
+            assert write.user == "oidc:carol@example.com"
+            assert write.groups == ("sre", "system:authenticated")
+            assert write.impersonated_by == SA
         # every read of the execution too (the target's re-check, the cause's re-collection, the backup)
-        reads = [e for e in rbac_cluster.journal if e["method"] == "GET" and e["impersonated_by"] == SA]
-        assert any(e["path"] == KIALI for e in reads)
-        assert any(e["path"].startswith("/api/v1/namespaces/istio-system/") for e in reads)
+        reads = [e for e in rbac_cluster.journal.entries("GET", admin=True) if e.impersonated_by == SA]
+        assert any(e.path == KIALI for e in reads)
+        assert any(e.path.startswith("/api/v1/namespaces/istio-system/") for e in reads)
         events = _entries(flow, request_id)
         assert events[-1][0] == "applied"
         assert events[-1][1]["acting_as"] == {"user": "oidc:carol@example.com", "groups": ["sre"]}
@@ -168,7 +172,7 @@ def test_the_clusters_refusal_is_shown_and_nothing_changes(
             api.http.get(KIALI)["metadata"]["finalizers"] == before["metadata"]["finalizers"] == ["kiali.io/finalizer"]
         )
         assert api.http.get(KIALI)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-        assert [w for w in _writes(rbac_cluster) if not w["dry_run"]] == []
+        assert [w for w in _writes(rbac_cluster) if not w.dry_run] == []
         events = _entries(flow, request_id)
         names = [e for e, _ in events]
         assert "execution_started" not in names, names
@@ -190,7 +194,6 @@ def test_an_approver_without_a_kubernetes_identity_is_refused_before_anything_ru
         request_id = flow.requested(SCENARIO, "remove_finalizer")
         before = api.http.get(KIALI)
         rbac_cluster.journal.clear()
-        log_before = len(rbac_cluster.request_log)
         assert flow.vote(request_id, BOB).status == 200
         row = flow.wait_status(request_id, "applied", "failed", "stale", timeout=60)
 
@@ -199,9 +202,9 @@ def test_an_approver_without_a_kubernetes_identity_is_refused_before_anything_ru
         )
         assert (row["status"], row["status_reason"]) == ("failed", message)
         assert api.http.get(KIALI)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-        sent = list(rbac_cluster.request_log)[log_before:]
+        sent = rbac_cluster.journal.lines()
         assert not [line for line in sent if not line.startswith("GET ")], sent
-        assert not [e for e in rbac_cluster.journal if e["impersonated_by"]]
+        assert not [e for e in rbac_cluster.journal.entries(admin=True) if e.impersonated_by]
         events = _entries(flow, request_id)
         assert [e for e, _ in events][-1] == "failed"
         assert not {"backed_up", "dry_run", "execution_started"} & {e for e, _ in events}
@@ -226,7 +229,7 @@ def test_an_approver_whose_slack_profile_has_no_email_is_refused(
             f"nsstuck has no Kubernetes identity for Slack user {CAROL} on prod-eu: Slack shows no e-mail for them "
             f"(the app needs users:read.email); add {CAROL} to impersonation.users"
         )
-        assert not [e for e in rbac_cluster.journal if e["impersonated_by"]]
+        assert not [e for e in rbac_cluster.journal.entries(admin=True) if e.impersonated_by]
         assert Api(rbac_cluster).http.get(KIALI)["metadata"]["finalizers"] == ["kiali.io/finalizer"]
 
 
@@ -252,8 +255,8 @@ def test_the_reconciler_reads_as_the_approver(
         assert row["status"] == "failed", row["status_reason"]
         assert "the cluster shows it did not happen" in str(row["status_reason"])
         assert flow.audit(request_id)[-3:] == ["execution_started", "reconciled", "failed"]
-        journal = list(rbac_cluster.journal)
-        last_patch = max(i for i, e in enumerate(journal) if e["method"] == "PATCH" and e["path"] == KIALI)
-        settle_reads = [e for e in journal[last_patch + 1 :] if e["method"] == "GET" and e["path"] == KIALI]
+        journal = rbac_cluster.journal.entries(admin=True)
+        last_patch = max(i for i, e in enumerate(journal) if e.method == "PATCH" and e.path == KIALI)
+        settle_reads = [e for e in journal[last_patch + 1 :] if e.method == "GET" and e.path == KIALI]
         assert settle_reads, journal[last_patch:]
-        assert {(e["user"], e["impersonated_by"]) for e in settle_reads} == {("oidc:carol@example.com", SA)}
+        assert {(e.user, e.impersonated_by) for e in settle_reads} == {("oidc:carol@example.com", SA)}

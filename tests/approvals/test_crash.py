@@ -67,7 +67,7 @@ def test_killed_after_execution_started_is_reconciled_as_applied(
         # killed once the PATCH has reached the API server (before: right after execution_started, which
         # on a loaded machine could be before the PATCH was sent, and then nothing changed)
         patch = f"PATCH {CONFIGMAPS}/{name}"
-        slack_emulator.wait_for(lambda: patch in kube_emulator.request_log or None, timeout=20)
+        slack_emulator.wait_for(lambda: patch in kube_emulator.journal.lines() or None, timeout=20)
         flow.bot.kill()
     assert flow.request_row(request_id)["status"] == "executing"
     assert flow.audit(request_id)[-1] == "execution_started"

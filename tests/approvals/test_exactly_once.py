@@ -41,7 +41,7 @@ def test_twenty_concurrent_approvals_on_two_replicas_apply_the_change_once(
         flow.request("remove_finalizer")
         [request] = flow.requests()
         message = flow.request_message(request["id"])
-        kube_emulator.request_log.clear()
+        kube_emulator.journal.clear()
 
         clicks = [(user, replica) for user in APPROVERS for replica in (first, second)]  # 20 clicks
         with ThreadPoolExecutor(max_workers=len(clicks)) as pool:
@@ -72,7 +72,7 @@ def test_twenty_concurrent_approvals_on_two_replicas_apply_the_change_once(
         assert len({v["user_id"] for v in votes}) == 3
 
         path = f"/api/v1/namespaces/{namespace}/configmaps/"
-        patches = Counter(line for line in kube_emulator.request_log if line.startswith("PATCH") and path in line)
+        patches = Counter(line for line in kube_emulator.journal.lines("PATCH") if path in line)
         assert sum(n for line, n in patches.items() if not line.endswith("dryRun")) == 1, patches
         assert sum(n for line, n in patches.items() if line.endswith("dryRun")) == 1, patches
 

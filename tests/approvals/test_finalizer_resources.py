@@ -52,7 +52,7 @@ def _diagnosed(flow: Flow) -> None:
 
 
 def _patches(kube: Emulator) -> list[str]:
-    return [line for line in kube.request_log if line.startswith("PATCH") and "/widgets/" in line]
+    return [line for line in kube.journal.lines("PATCH") if "/widgets/" in line]
 
 
 def test_a_widget_the_role_does_not_cover_is_refused_in_words_and_nothing_is_filed(

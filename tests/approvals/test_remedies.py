@@ -60,13 +60,13 @@ def test_each_remedy_type_runs_end_to_end(
         target, remedy = _target(flow, action)
         flow.request(action)
         [request] = flow.requests()
-        kube_emulator.request_log.clear()
+        kube_emulator.journal.clear()
         flow.vote(request["id"], CAROL)
         row = flow.wait_status(request["id"], "applied", "failed", "stale")
         assert row["status"] == "applied", row["status_reason"]
         _changed_as_intended(kube_emulator, target, remedy)
         # every write went through the verbs this remedy declares (what its RBAC grants), nothing else
-        writes = [line.split()[:2] for line in list(kube_emulator.request_log) if not line.startswith("GET")]
+        writes = [line.split()[:2] for line in kube_emulator.journal.lines() if not line.startswith("GET")]
         assert writes, "no write reached the API server"
         assert all(allowed(Action(action), method, path) for method, path in writes), writes
         assert flow.audit(request["id"]) == [

@@ -35,10 +35,10 @@ def _requests_of(name: str, tmp_path: Path) -> list[str]:
     try:
         scenario = apply_scenario(emu, name)
         target = ClusterTarget(name="emulated", kubeconfig=emu.write_kubeconfig(tmp_path / "kubeconfig"))
-        emu.request_log.clear()
+        emu.journal.clear()
         diagnose_namespace(target, scenario.expected.namespace, options=OPTIONS, clock=emu.clock.now)
         scan_cluster(target, stuck_after=timedelta(0), now=emu.clock.now(), options=OPTIONS)
-        return list(emu.request_log)
+        return emu.journal.lines()
     finally:
         emu.stop()
 

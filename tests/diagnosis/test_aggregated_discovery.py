@@ -27,14 +27,14 @@ def _diagnose(tmp_path: Path, scenario: str, **then: Any) -> tuple[DiagnosisResu
     try:
         apply_scenario(emu, scenario)
         emu.options.update(then)
-        emu.request_log.clear()
+        emu.journal.clear()
         result = diagnose_namespace(
             ClusterTarget(name="emulated", kubeconfig=emu.write_kubeconfig(tmp_path / "kubeconfig")),
             "game-servers",
             options=CollectOptions(deadline=10, call_timeout=3),
             clock=emu.clock.now,
         )
-        return result, list(emu.request_log)
+        return result, emu.journal.lines()
     finally:
         emu.stop()
 

@@ -43,7 +43,7 @@ class Cluster:
         return Collector(self.transport, cluster="emulated", options=options, clock=self.emu.clock.now)
 
     def requests(self) -> list[str]:
-        return list(self.emu.request_log)
+        return self.emu.journal.lines()
 
     def close(self) -> None:
         self.connection.close()
@@ -77,12 +77,12 @@ def test_same_snapshots_as_collect_and_fewer_requests(name: str, tmp_path: Path)
         namespaces += [SCENARIOS[name].expected.namespace, "no-such-namespace"]
         terminating = [str(n["metadata"]["name"]) for n in listed if n["metadata"].get("deletionTimestamp")]
 
-        emu.request_log.clear()
+        emu.journal.clear()
         one_by_one = {ns: c.collector(SCENARIO_OPTIONS).collect(ns) for ns in namespaces}
-        requests_one_by_one = len(emu.request_log)
-        emu.request_log.clear()
+        requests_one_by_one = len(emu.journal.entries())
+        emu.journal.clear()
         together = c.collector(SCENARIO_OPTIONS).collect_many(namespaces)
-        requests_together = len(emu.request_log)
+        requests_together = len(emu.journal.entries())
     finally:
         c.close()
 
@@ -121,10 +121,10 @@ def test_five_stuck_namespaces_cost_far_fewer_requests(cluster: Cluster) -> None
         _stuck_with_configmap(api, ns)
     run_for(cluster.emu, 60, step=30)
 
-    cluster.emu.request_log.clear()
+    cluster.emu.journal.clear()
     one_by_one = {ns: cluster.collector().collect(ns) for ns in names}
     requests_one_by_one = cluster.requests()
-    cluster.emu.request_log.clear()
+    cluster.emu.journal.clear()
     together = cluster.collector().collect_many(names)
     requests_together = cluster.requests()
 
@@ -156,7 +156,7 @@ def test_a_node_is_read_once_for_every_namespace_with_pods_on_it(cluster: Cluste
     run_for(emu, 90, step=30)
 
     one_by_one = {ns: cluster.collector().collect(ns) for ns in ("batch-a", "batch-b")}
-    emu.request_log.clear()
+    emu.journal.clear()
     together = cluster.collector().collect_many(["batch-a", "batch-b"])
 
     assert cluster.requests().count("GET /api/v1/nodes/node-3") == 1
@@ -212,7 +212,7 @@ def test_a_late_namespaced_list_is_a_gap_in_that_namespace_only(cluster: Cluster
 
 def test_only_active_namespaces_need_no_cluster_wide_calls(cluster: Cluster) -> None:
     """As a scan collects (`predict` off: it diagnoses terminating namespaces only, issue 27)."""
-    cluster.emu.request_log.clear()
+    cluster.emu.journal.clear()
     together = cluster.collector(replace(OPTIONS, predict=False)).collect_many(["default", "kube-system", "default"])
     assert list(together) == ["default", "kube-system"]
     assert sorted(cluster.requests()) == ["GET /api/v1/namespaces/default", "GET /api/v1/namespaces/kube-system"]
@@ -226,7 +226,7 @@ def test_list_namespaces_is_one_call_trimmed(cluster: Cluster) -> None:
     api = Api(cluster.emu)
     _stuck_with_configmap(api, "going")
     cluster.emu.settle()
-    cluster.emu.request_log.clear()
+    cluster.emu.journal.clear()
 
     listed = {n["metadata"]["name"]: n for n in list_namespaces(cluster.transport)}
 

@@ -47,10 +47,10 @@ def _collect(
 ) -> tuple[Diagnosis, set[str], dict[str, Any] | None]:
     connection = connect(ClusterTarget(name="emulated", kubeconfig=kubeconfig), pool_size=options.workers)
     try:
-        emu.request_log.clear()
+        emu.journal.clear()
         collector = Collector(Transport(connection), cluster="emulated", options=options, clock=emu.clock.now)
         snapshot = collector.collect_many([namespace])[namespace]
-        lists = _namespaced_lists(list(emu.request_log), namespace)
+        lists = _namespaced_lists(emu.journal.lines(), namespace)
         return diagnose(snapshot), lists, snapshot.namespace_object
     finally:
         connection.close()

@@ -92,7 +92,7 @@ def _prod(clusters: Clusters) -> tuple[Emulator, ClusterTarget]:
 
 def test_threshold_and_order(clusters: Clusters) -> None:
     emu, target = _prod(clusters)
-    emu.request_log.clear()
+    emu.journal.clear()
 
     result = scan_cluster(target, stuck_after=HOUR, now=emu.clock.now(), options=OPTIONS)
 
@@ -112,8 +112,8 @@ def test_threshold_and_order(clusters: Clusters) -> None:
         assert [o.name for f in diagnosis.findings if f.blocking for o in f.objects] == ["settings"]
         assert found.result.snapshot.observed_at == emu.clock.now()
     # one list of the namespaces; nothing read in namespaces that are not (yet) stuck
-    assert emu.request_log.count("GET /api/v1/namespaces") == 1
-    assert not [r for r in emu.request_log if "/namespaces/young" in r or "/namespaces/active-" in r]
+    assert emu.journal.lines().count("GET /api/v1/namespaces") == 1
+    assert not [r for r in emu.journal.lines() if "/namespaces/young" in r or "/namespaces/active-" in r]
 
 
 def test_now_is_injected(clusters: Clusters) -> None:

@@ -179,7 +179,7 @@ def test_kubectl_reads_the_stale_version_of_the_unfixed_aggregator(tmp_path: Pat
         ns = kubectl(kc, "get", "ns", "game-servers", "-o", "jsonpath={.status.conditions[0].message}")
         assert "stale GroupVersion discovery: allocation.agones.dev/v1" in ns.stdout
         # kubectl asked /apis for aggregated discovery, and that is what a 1.28 server answered
-        asked = [j for j in emu.request_journal if j.path == "/apis"]
+        asked = emu.journal.entries(path="/apis")
         assert asked
         assert all("as=APIGroupDiscoveryList" in j.accept for j in asked)
     finally:
@@ -215,7 +215,7 @@ def test_kubectl_reads_a_v2_stale_version_of_an_apiservice_that_is_down(tmp_path
         raw = kubectl(kc, "get", "--raw", "/apis/allocation.agones.dev/v1")
         assert raw.returncode != 0
         assert "the server is currently unable to handle the request" in raw.stderr
-        asked = [j.accept for j in emu.request_journal if j.path == "/apis"]
+        asked = [j.accept for j in emu.journal.entries(path="/apis")]
         assert asked
         assert all(a.startswith("application/json;g=apidiscovery.k8s.io;v=v2;") for a in asked)
     finally:

@@ -124,7 +124,7 @@ def test_metadata_answers_to_writes_and_the_request_journal(emu: Emulator, user:
     # as the API server's transformResponseObject: a PATCH (dry run or not) answers with metadata only
     make_ns(user, "meta")
     make_cm(user, "meta", "c", finalizers=["example.com/x", "example.com/y"])
-    emu.request_journal.clear()
+    emu.journal.clear()
     only = {"Accept": "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"}
     patch = [{"op": "remove", "path": "/metadata/finalizers/0"}]
     for query in ("?dryRun=All", ""):
@@ -133,7 +133,7 @@ def test_metadata_answers_to_writes_and_the_request_journal(emu: Emulator, user:
         assert "data" not in answer
     assert answer["metadata"]["finalizers"] == ["example.com/y"]
     user.get("/api/v1/namespaces/meta/configmaps/c")
-    journal = list(emu.request_journal)
+    journal = emu.journal.entries()
     assert [(e.method, e.path, e.query, e.metadata_only) for e in journal] == [
         ("PATCH", "/api/v1/namespaces/meta/configmaps/c", "dryRun=All", True),
         ("PATCH", "/api/v1/namespaces/meta/configmaps/c", "", True),

@@ -96,7 +96,7 @@ class Cluster:
 
     def requests(self, pattern: str) -> int:
         """How many requests of the diagnosing identity a regex (on "METHOD /path") matches."""
-        return sum(1 for line in self.emu.request_log if re.search(pattern, line))
+        return sum(1 for line in self.emu.journal.lines() if re.search(pattern, line))
 
 
 def build_cluster(tmp_path: Path) -> Iterator[Cluster]:
@@ -105,7 +105,7 @@ def build_cluster(tmp_path: Path) -> Iterator[Cluster]:
     try:
         apply_scenario(emu, SCENARIO)
         kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
-        emu.request_log.clear()
+        emu.journal.clear()
         yield Cluster(emu, kubeconfig, ClusterTarget(name="emulated", kubeconfig=kubeconfig))
     finally:
         emu.stop()

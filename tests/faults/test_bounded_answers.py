@@ -54,12 +54,12 @@ def _diagnose(cluster: Cluster, env: dict[str, str] | None = None) -> tuple[dict
     figures = cluster.kubeconfig.parent / "figures"
     command = [*PYTHON, "-m", "bot", "diagnose", NAMESPACE, "--kubeconfig", str(cluster.kubeconfig)]
     command += ["--json", "--timeout", f"{TIMEOUT:g}"]
-    cluster.emu.request_log.clear()
+    cluster.emu.journal.clear()
     first: list[float] = []
     done = threading.Event()
 
     def watch() -> None:  # when the first request of the command comes
-        while not done.is_set() and not cluster.emu.request_log:
+        while not done.is_set() and not cluster.emu.journal.entries():
             time.sleep(0.002)
         first.append(time.monotonic())
 

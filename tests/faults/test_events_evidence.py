@@ -54,14 +54,14 @@ def stuck(tmp_path: Path) -> Iterator[tuple[Emulator, ClusterTarget]]:
 def _event_lists(emu: Emulator) -> list[tuple[str, str]]:
     return [
         (e.path, e.accept)
-        for e in emu.request_journal
+        for e in emu.journal.entries()
         if e.path.endswith(f"/namespaces/{NS}/events") and e.accept == "application/json"
     ]
 
 
 def test_events_are_read_from_events_k8s_io(stuck: tuple[Emulator, ClusterTarget]) -> None:
     emu, target = stuck
-    emu.request_journal.clear()
+    emu.journal.clear()
 
     result = diagnose_namespace(target, NS, options=OPTIONS, clock=emu.clock.now)
 
@@ -77,7 +77,7 @@ def test_events_are_read_from_events_k8s_io(stuck: tuple[Emulator, ClusterTarget
 def test_events_fall_back_to_core_v1_where_events_k8s_io_is_missing(stuck: tuple[Emulator, ClusterTarget]) -> None:
     emu, target = stuck
     emu.knobs.inject_fault(rf"^GET /apis/events\.k8s\.io/v1/namespaces/{NS}/events$", 404)
-    emu.request_journal.clear()
+    emu.journal.clear()
 
     result = diagnose_namespace(target, NS, options=OPTIONS, clock=emu.clock.now)
 

@@ -46,12 +46,12 @@ def _complete(result: DiagnosisResult) -> None:
 
 
 def test_only_pods_are_listed_whole_in_a_terminating_namespace(cluster: Cluster) -> None:
-    cluster.emu.request_journal.clear()
+    cluster.emu.journal.clear()
     result, _ = cluster.diagnose()
     scan_cluster(cluster.target, stuck_after=timedelta(0), now=cluster.emu.clock.now())
 
     _complete(result)
-    lists = _lists(list(cluster.emu.request_journal))
+    lists = _lists(cluster.emu.journal.entries())
     assert {"secrets", "configmaps", "pods", "kialis", "serviceaccounts"} <= set(lists), sorted(lists)
     assert {e.accept for e in lists.pop("pods")} == {"application/json"}
     # the Events as evidence: whole, from events.k8s.io/v1 (as content, both groups, metadata only)
@@ -65,9 +65,7 @@ def test_only_pods_are_listed_whole_in_a_terminating_namespace(cluster: Cluster)
         (name, METADATA_LIST) for name in lists
     }
     # the one object being deleted is then read whole, by name (by the diagnosis and the scan); nothing else is
-    one_by_one = [
-        e.path for e in cluster.emu.request_journal if e.method == "GET" and f"/namespaces/{NAMESPACE}/" in e.path
-    ]
+    one_by_one = [e.path for e in cluster.emu.journal.entries("GET") if f"/namespaces/{NAMESPACE}/" in e.path]
     assert {p for p in one_by_one if not NAMESPACED_LIST.match(p)} == {
         f"/apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis/kiali"
     }
@@ -87,13 +85,13 @@ def test_only_pods_are_listed_whole_in_a_terminating_namespace(cluster: Cluster)
 
 def test_a_type_whose_server_cannot_answer_metadata_only_is_read_whole_once(cluster: Cluster) -> None:
     rule = cluster.emu.knobs.inject_fault(KIALI_LIST, 406, NOT_ACCEPTABLE, times=1)
-    cluster.emu.request_journal.clear()
+    cluster.emu.journal.clear()
 
     result, _ = cluster.diagnose()
 
     _complete(result)
     assert rule.hits == 1
-    assert [e.accept for e in _lists(list(cluster.emu.request_journal))["kialis"]] == [
+    assert [e.accept for e in _lists(cluster.emu.journal.entries())["kialis"]] == [
         METADATA_LIST,
         "application/json",
     ]
@@ -103,7 +101,7 @@ def test_a_type_whose_server_cannot_answer_metadata_only_is_read_whole_once(clus
 def test_secrets_are_never_read_whole_not_even_when_refused_metadata_only(cluster: Cluster) -> None:
     secrets = rf"^GET /api/v1/namespaces/{NAMESPACE}/secrets$"
     cluster.emu.knobs.inject_fault(secrets, 406, NOT_ACCEPTABLE)
-    cluster.emu.request_journal.clear()
+    cluster.emu.journal.clear()
 
     result, _ = cluster.diagnose()
 
@@ -111,5 +109,5 @@ def test_secrets_are_never_read_whole_not_even_when_refused_metadata_only(cluste
         result.diagnosis,
         Fault("406", lambda emu: None, f"list secrets in {NAMESPACE}", "error", "only the following media types"),
     )
-    asked = _lists(list(cluster.emu.request_journal))["secrets"]
+    asked = _lists(cluster.emu.journal.entries())["secrets"]
     assert [e.accept for e in asked] == [METADATA_LIST]

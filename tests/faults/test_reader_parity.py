@@ -106,7 +106,7 @@ def kubeconfig(emu: Emulator, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_answers_are_the_same(emu: Emulator, kubeconfig: Path) -> None:
     query = {"limit": "2", "labelSelector": "app=a,n in (0,1)"}
-    emu.request_journal.clear()
+    emu.journal.clear()
     kind, doc = _same(emu, kubeconfig, lambda t: t.get(CM_LIST, query, accept=METADATA_LIST))
     assert kind == "answer", doc
     assert doc["kind"] == "PartialObjectMetadataList"
@@ -117,7 +117,7 @@ def test_answers_are_the_same(emu: Emulator, kubeconfig: Path) -> None:
     assert kind == "answer"
     assert content_type.startswith("application/json")
     assert _same(emu, kubeconfig, lambda t: t.get(NS_PATH))[1]["metadata"]["name"] == NAMESPACE
-    seen = [(j.method, j.path, j.query, j.accept) for j in emu.request_journal]
+    seen = [(j.method, j.path, j.query, j.accept) for j in emu.journal.entries()]
     assert len(seen) == 6
     assert seen[0] == seen[1]
     assert seen[2] == seen[3]
@@ -513,11 +513,11 @@ def test_a_client_certificate_is_sent_the_same(emu: Emulator, tmp_path: Path) ->
         "client-key-data": base64.b64encode(key.encode()).decode(),
     }
     path.write_text(yaml.safe_dump(document))
-    emu.request_journal.clear()
+    emu.journal.clear()
     kind, doc = _same(emu, path, lambda t: t.get(NS_PATH))
     assert kind == "answer"
     assert doc["metadata"]["name"] == NAMESPACE
-    assert len(emu.request_journal) == 2  # both were taken as the user, not as an anonymous caller
+    assert len(emu.journal.entries()) == 2  # both were taken as the user, not as an anonymous caller
 
 
 def test_what_the_reader_does_not_reproduce_stays_with_the_client(emu: Emulator, tmp_path: Path) -> None:

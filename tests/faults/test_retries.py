@@ -96,7 +96,7 @@ def test_a_page_whose_connection_was_reset_once_is_asked_again(cluster: Cluster)
     pages = cluster.requests(APISERVICES)
     assert full > 10
     assert pages == -(-full // 5)
-    cluster.emu.request_log.clear()
+    cluster.emu.journal.clear()
     rule = cluster.emu.knobs.inject_fault(APISERVICES, 200, reset_connection=True, query=r"(^|&)continue=", times=1)
 
     seen, _ = _complete(cluster, page_size=5)

@@ -54,7 +54,7 @@ def test_the_stuck_namespace_is_reported_whatever_the_fault(cluster: Cluster, fa
     assert diagnosis.complete is True, [str(g) for g in diagnosis.gaps]
     assert Action.FORCE_FINALIZE_NAMESPACE in offered(diagnosis)
     # (besides the Events, and the object being deleted read whole)
-    asked = {line for line in cluster.emu.request_log if f"/namespaces/{NAMESPACE}/" in line}
+    asked = {line for line in cluster.emu.journal.lines() if f"/namespaces/{NAMESPACE}/" in line}
     assert asked == {
         f"GET /apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis",
         f"GET /apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis/kiali",

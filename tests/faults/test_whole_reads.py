@@ -74,7 +74,7 @@ def diagnosed(tmp_path: Path) -> Iterator[tuple[Emulator, DiagnosisResult]]:
         assert admin.delete(f"/api/v1/namespaces/{NS}").status == 200
         for kind, name in (("secrets", "held"), ("configmaps", "held"), ("serviceaccounts", "robot"), ("pods", "web")):
             assert admin.delete(f"/api/v1/namespaces/{NS}/{kind}/{name}").status == 200
-        emu.request_journal.clear()
+        emu.journal.clear()
         target = ClusterTarget(name="emulated", kubeconfig=emu.write_kubeconfig(tmp_path / "kubeconfig"))
         yield emu, diagnose_namespace(target, NS, options=OPTIONS, clock=emu.clock.now)
     finally:
@@ -85,7 +85,7 @@ def test_deleting_objects_are_read_whole_but_never_secrets_or_configmaps(
     diagnosed: tuple[Emulator, DiagnosisResult],
 ) -> None:
     emu, result = diagnosed
-    by_name = {e.path for e in emu.request_journal if e.method == "GET" and ONE_OBJECT.match(e.path)}
+    by_name = {e.path for e in emu.journal.entries("GET", ONE_OBJECT)}
     assert by_name == {f"/api/v1/namespaces/{NS}/serviceaccounts/robot"}
     [robot] = result.snapshot.objects("serviceaccounts")
     assert robot["metadata"]["finalizers"] == HOLD
@@ -96,7 +96,7 @@ def test_deleting_objects_are_read_whole_but_never_secrets_or_configmaps(
 
 def test_leases_attachments_and_version(diagnosed: tuple[Emulator, DiagnosisResult]) -> None:
     emu, result = diagnosed
-    [lease_list] = [e for e in emu.request_journal if e.path == "/apis/coordination.k8s.io/v1/leases"]
+    [lease_list] = emu.journal.entries(path="/apis/coordination.k8s.io/v1/leases")
     assert "fieldSelector=metadata.namespace%21%3Dkube-node-lease" in lease_list.query
     snapshot = result.snapshot
     assert [(x["metadata"]["namespace"], x["metadata"]["name"]) for x in snapshot.leases] == [

@@ -63,14 +63,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Emulator
 
 def test_exit_0_when_nothing_would_hold_the_deletion(cluster: tuple[Emulator, Path]) -> None:
     emu, kubeconfig = cluster
-    emu.request_log.clear()
+    emu.journal.clear()
     done = precheck("shop", "--kubeconfig", str(kubeconfig))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "emulator/shop: namespace is Active; deleting it now: nothing would hold it\n"
     assert done.stderr == ""
     # it changes nothing: every request was a read
-    assert emu.request_log
-    assert [r for r in emu.request_log if not r.startswith("GET ")] == []
+    assert emu.journal.entries()
+    assert [r for r in emu.journal.lines() if not r.startswith("GET ")] == []
     report = json.loads(precheck("shop", "--kubeconfig", str(kubeconfig), "-o", "json").stdout)
     assert report["schema"] == "nsstuck.diagnosis/v1"
     assert report["state"] == "active"
@@ -233,18 +233,18 @@ def test_the_read_role_is_all_it_needs(tmp_path: Path) -> None:
         emu.enable_rbac()
         grant(emu, "nsstuck-read", read_rules())
         kubeconfig = emu.write_kubeconfig(tmp_path / "sa.kubeconfig", token=emu.add_token(SA), context="prod-eu")
-        emu.request_log.clear()
+        emu.journal.clear()
         done = precheck("shop", "--kubeconfig", str(kubeconfig), "-o", "json")
         assert done.returncode == 4, done.stderr
         prediction = json.loads(done.stdout)["prediction"]
         assert prediction["complete"] is True, prediction["gaps"]
         assert [f["cause"] for f in prediction["findings"]] == ["orphaned_finalizer"]  # the Kiali operator is gone
-        assert "GET /apis/kiali.io/v1alpha1/namespaces/shop/kialis/kiali" in emu.request_log
-        assert "GET /api/v1/nodes/node-2" in emu.request_log
-        assert not [r for r in emu.request_log if r.endswith(("/secrets/held", "/configmaps/held"))]
+        assert "GET /apis/kiali.io/v1alpha1/namespaces/shop/kialis/kiali" in emu.journal.lines()
+        assert "GET /api/v1/nodes/node-2" in emu.journal.lines()
+        assert not [r for r in emu.journal.lines() if r.endswith(("/secrets/held", "/configmaps/held"))]
         named = {o["name"] for f in prediction["findings"] for o in f["objects"]}
         assert named == {"kiali", "held"}
-        assert [r for r in emu.request_log if not r.startswith("GET ")] == []
+        assert [r for r in emu.journal.lines() if not r.startswith("GET ")] == []
         config = tmp_path / "nsstuck.yaml"
         config.write_text(f"clusters:\n  - name: prod-eu\n    kubeconfig: {kubeconfig}\n    remediation: false\n")
         assert SCRIPT is not None

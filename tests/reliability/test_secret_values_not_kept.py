@@ -141,7 +141,7 @@ def test_no_secret_or_configmap_value_reaches_the_running_bot(
     socket_mode = transport == "socket_mode"
     config = write_config(tmp_path, kube_emulator)
     migrated(database_url)
-    kube_emulator.request_journal.clear()
+    kube_emulator.journal.clear()
     with serve_process(
         slack_emulator,
         config,
@@ -178,7 +178,7 @@ def test_no_secret_or_configmap_value_reaches_the_running_bot(
     leaks = canaries.found_in(texts)
     assert not leaks, "values leaked:\n" + "\n".join(leaks)
     # what was asked for: Secrets and ConfigMaps as metadata only, every time
-    asked = value_requests(kube_emulator.request_journal)
+    asked = value_requests(kube_emulator.journal.entries())
     full = [f"{e.method} {e.path} (Accept: {e.accept})" for e in asked if not e.metadata_only]
     assert not full, full
     secret = f"/api/v1/namespaces/{NAMESPACE}/secrets/db-password"

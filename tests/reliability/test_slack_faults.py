@@ -315,7 +315,7 @@ def test_an_approval_while_slack_fails_is_recorded_made_once_and_told_once(
         flow.request("remove_finalizer")
         [request] = flow.requests()
         message = flow.request_message(request["id"])
-        kube_emulator.request_log.clear()
+        kube_emulator.journal.clear()
 
         # Slack rate-limits the first updates, then fails every post and every update, for longer than
         # the bot's retries last
@@ -348,7 +348,7 @@ def test_an_approval_while_slack_fails_is_recorded_made_once_and_told_once(
         assert len(done) == 1, [slack_emulator.render(m) for m in done]
         assert flow.audit(request["id"]) == events
         path = f"/api/v1/namespaces/{namespace}/configmaps/"
-        patches = Counter(line for line in kube_emulator.request_log if line.startswith("PATCH") and path in line)
+        patches = Counter(line for line in kube_emulator.journal.lines("PATCH") if path in line)
         assert sum(n for line, n in patches.items() if not line.endswith("dryRun")) == 1, patches
     assert not slack_emulator.server_errors
     print(

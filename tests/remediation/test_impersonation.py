@@ -60,10 +60,10 @@ def test_every_request_carries_the_identity_and_each_group(kube_emulator: Emulat
         kube_emulator.journal.clear()
         namespace = ObjectRef(api_version="v1", kind="Namespace", name="team", resource="namespaces")
         assert patcher.read(namespace) is not None  # allowed through the second group only
-        [entry] = list(kube_emulator.journal)
-        assert (entry["user"], entry["groups"], entry["impersonated_by"]) == (
+        [entry] = kube_emulator.journal.entries(admin=True)
+        assert (entry.user, entry.groups, entry.impersonated_by) == (
             "alice",
-            ["sre", "ops", "system:authenticated"],
+            ("sre", "ops", "system:authenticated"),
             SA,
         )
     finally:

@@ -206,7 +206,7 @@ def test_a_worker_keeps_its_cluster_client_between_diagnoses_until_the_kubeconfi
         def diagnosed(user: str, answers: int) -> set[str]:
             """The connections (their client ends) one more diagnosis of ddd came over (its answer posted)."""
             nonlocal asked
-            kube_emulator.request_journal.clear()
+            kube_emulator.journal.clear()
             bot.driver.slash_command("/nsstuck", "prod-eu ddd", user=user, channel=OPS_CHANNEL)
             bot.slack.wait_for(
                 lambda: (
@@ -215,8 +215,9 @@ def test_a_worker_keeps_its_cluster_client_between_diagnoses_until_the_kubeconfi
                 ),
                 timeout=30,
             )
-            asked += len(kube_emulator.request_journal)
-            return {entry.peer for entry in kube_emulator.request_journal}
+            entries = kube_emulator.journal.entries()
+            asked += len(entries)
+            return {entry.peer for entry in entries}
 
         first = diagnosed(ALICE, 1)
         assert first

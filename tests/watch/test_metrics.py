@@ -79,7 +79,7 @@ def test_a_diagnosis_through_the_registry_is_counted_per_cluster_and_outcome(
         ],
         observer=metrics,
     )
-    kube_emulator.request_log.clear()
+    kube_emulator.journal.clear()
     try:
         diagnose_registered(registry, ClusterName("prod-eu"), "ddd")
         with contextlib.suppress(ClusterUnreachableError):
@@ -91,7 +91,7 @@ def test_a_diagnosis_through_the_registry_is_counted_per_cluster_and_outcome(
         for family in text_string_to_metric_families(metrics.render().decode())
         for s in family.samples
     }
-    asked = len(kube_emulator.request_log)
+    asked = len(kube_emulator.journal.entries())
     counted = sum(
         v
         for (n, labels), v in samples.items()

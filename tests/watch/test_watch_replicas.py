@@ -56,7 +56,7 @@ def test_two_replicas_scan_each_round_once_and_post_once(
     store = Store(roles.admin)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    kube_emulator.request_log.clear()
+    kube_emulator.journal.clear()
     with (
         serve_process(slack, config, roles.runtime, tmp_path / "a", extra_env=watch_env(clock)) as first,
         serve_process(slack, config, roles.runtime, tmp_path / "b", extra_env=watch_env(clock)) as second,
@@ -76,7 +76,7 @@ def test_two_replicas_scan_each_round_once_and_post_once(
         assert {r["claimed_by"].rsplit(":", 1)[1] for r in rounds} <= pids  # host:pid of the replica
         finished = [r for r in rounds if r["finished_at"] is not None]
         assert all(r["outcome"] == "listed" for r in finished)
-        lists = kube_emulator.request_log.count(NAMESPACE_LIST)
+        lists = kube_emulator.journal.lines().count(NAMESPACE_LIST)
         # a round claimed but still listing when we looked may have asked already
         assert len(finished) <= lists <= len(rounds), (lists, len(finished), len(rounds))
 

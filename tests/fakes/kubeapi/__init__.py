@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .clock import FakeClock, RealClock
 from .emulator import ADMIN_IDENTITY, USER_IDENTITY, Controller, Emulator
+from .journal import Journal, Journaled
 from .knobs import FaultRule, ForbidRule, Knobs, LatencyRule
-from .server import Journaled
 
 __all__ = [
     "ADMIN_IDENTITY",
@@ -15,6 +15,7 @@ __all__ = [
     "FakeClock",
     "FaultRule",
     "ForbidRule",
+    "Journal",
     "Journaled",
     "Knobs",
     "LatencyRule",

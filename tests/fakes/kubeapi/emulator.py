@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import collections
 import itertools
 import os
 import random
@@ -17,8 +16,9 @@ import yaml
 from .apiserver import Cluster
 from .awsauth import EksAuthenticator
 from .clock import Clock, FakeClock, RealClock
+from .journal import Journal
 from .knobs import Knobs
-from .server import Journaled, Server, make_server, serve_in_thread
+from .server import Server, make_server, serve_in_thread
 from .tls import issue_client_certificate, server_context, serving_cert
 
 ADMIN_IDENTITY = "system:kube-controller-manager"
@@ -83,15 +83,9 @@ class Emulator:
         self._settle_lock = threading.RLock()
         self._audit = itertools.count(1)
         self._audit_lock = threading.Lock()
-        # every request of a non-admin identity, as "METHOD /path" plus " dryRun" for dry runs, in
-        # arrival order: tests count the changes a client made
-        self.request_log: collections.deque[str] = collections.deque(maxlen=100_000)
-        # who made each of those requests (and each request an admin sent as someone else), as the API
-        # server's audit log says it: {method, path, dry_run, user, groups, impersonated_by}
-        self.journal: collections.deque[dict[str, Any]] = collections.deque(maxlen=100_000)
-        # the same requests with their query string and Accept header: tests check in which form
-        # something was asked for (the whole object, or only its metadata)
-        self.request_journal: collections.deque[Journaled] = collections.deque(maxlen=100_000)
+        # every request of a non-admin identity (and each the admin sent as someone else), in arrival
+        # order: what a client asked, in which form, as whom (journal.py); bounded
+        self.journal = Journal()
         self.url = ""
         if controllers:
             from .controllers import install_default_controllers

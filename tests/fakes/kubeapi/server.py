@@ -27,6 +27,7 @@ from .errors import (
     service_unavailable_plain,
     unauthorized,
 )
+from .journal import Journaled
 from .knobs import RewriteRule
 from .protobuf import ProtobufError
 from .registry import ResourceType
@@ -111,24 +112,6 @@ class RequestState:
     extra_headers: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Journaled:
-    """One request of a non-admin identity as it arrived: what it asked for and in which form."""
-
-    method: str
-    path: str
-    query: str  # the raw query string
-    accept: str  # the Accept header, "" when none was sent
-    peer: str = ""  # the client's end of the connection it came over (host:port): a kept connection's stays
-
-    @property
-    def metadata_only(self) -> bool:
-        """Every media range it accepts is a PartialObjectMetadata[List] one: the answer can only be
-        metadata (client-go's metadata client adds a plain `application/json` fallback; this does not)."""
-        ranges = [r.strip() for r in self.accept.split(",") if r.strip()]
-        return bool(ranges) and all("as=PartialObjectMetadata" in r for r in ranges)
-
-
 def partial_metadata(obj: dict[str, Any], *, is_list: bool) -> dict[str, Any]:
     """What the metadata client gets (``Accept: ...;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1``)."""
     if is_list or "items" in obj:
@@ -158,6 +141,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "kube-emulator"
     sys_version = ""
     emu: Emulator  # set on the subclass by the emulator
+    _journaled: Journaled | None = None  # the journal's record of the request being answered, if any
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -208,6 +192,11 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             buffer.append(raw)
         self.flush_headers()
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        if self._journaled is not None and not self._journaled.status:
+            self._journaled.status = code  # the first status line is what the client was answered
+        super().send_response(code, message)
 
     def _send_error(self, err: ApiError) -> None:
         self._send(err.code, err.body(), err.content_type, err.headers)
@@ -266,6 +255,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- entry point ----------------------------------------------------------------------------------
     def _handle(self, method: str) -> None:
+        self._journaled = None
         try:
             parts = urlsplit(self.path)
             lists = parse_qs(parts.query, keep_blank_values=True)
@@ -361,19 +351,21 @@ class Handler(BaseHTTPRequestHandler):
         self._impersonate(req)
         line = f"{req.method} {req.path}"
         if not sender_admin or req.impersonator:
-            with self.emu._audit_lock:
-                if not sender_admin:
-                    self.emu.request_log.append(line + (" dryRun" if req.query_lists.get("dryRun") else ""))
-                    self.emu.request_journal.append(
-                        Journaled(
-                            req.method,
-                            req.path,
-                            req.raw_query,
-                            req.headers.get("Accept") or "",
-                            peer="{}:{}".format(*self.client_address[:2]),
-                        )
-                    )
-                self.emu.journal.append(self._journal_entry(req))
+            assert req.identity is not None
+            self._journaled = self.emu.journal.record(
+                Journaled(
+                    req.method,
+                    req.path,
+                    req.raw_query,
+                    req.headers.get("Accept") or "",
+                    peer="{}:{}".format(*self.client_address[:2]),
+                    dry_run=bool(req.query_lists.get("dryRun")),
+                    user=req.user,
+                    groups=tuple(req.identity.groups),
+                    impersonated_by=req.impersonator,
+                    by_admin=sender_admin,
+                )
+            )
         if not req.admin:
             delay = self.emu.knobs.delay_for(line)
             if delay > 0:
@@ -455,17 +447,6 @@ class Handler(BaseHTTPRequestHandler):
             return
         rr = self._parse_resource(group, version, rest)
         self._resource(req, rr)
-
-    def _journal_entry(self, req: RequestState) -> dict[str, Any]:
-        assert req.identity is not None
-        return {
-            "method": req.method,
-            "path": req.path,
-            "dry_run": bool(req.query_lists.get("dryRun")),
-            "user": req.user,
-            "groups": list(req.identity.groups),
-            "impersonated_by": req.impersonator,
-        }
 
     def _get_only(self, req: RequestState) -> None:
         if req.method not in ("GET", "HEAD"):
