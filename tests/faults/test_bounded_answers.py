@@ -16,9 +16,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from tests._python import PYTHON, assert_no_resource_warning
 from tests.faults._support import NAMESPACE, Cluster
 from tests.foundation.test_config import REPO
+
+# their assertions are about time: never beside another such test (tests/_scheduling.py)
+pytestmark = pytest.mark.timing
 
 TIMEOUT = 3.0  # the command's --timeout: the collection's deadline, and the longest a call may take
 LATE = 0.5  # how much later than its deadline a run may end (the process's own start and end aside)
