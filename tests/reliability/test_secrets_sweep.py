@@ -589,7 +589,7 @@ def _process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
         text=True,
         env=full,
         cwd=REPO,
-        timeout=60,
+        timeout=180,  # a hang guard: `clusters check` of every cluster took over 60 s beside the parallel run
         check=False,
     )
     label = "nsstuck " + " ".join(argv)

@@ -10,7 +10,7 @@ from pathlib import Path
 from bot.domain.refs import ClusterName
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
-from bot.services.followup import open_incidents, resolve_gone
+from bot.services.followup import FollowUp, follow_up, open_incidents, resolve_gone
 from bot.services.recording import mark_posted, record, record_unasked
 from bot.store.database import Database
 from bot.store.watch import Change
@@ -111,3 +111,28 @@ def test_a_resolved_incident_is_nothing_for_the_watch_even_unposted(
     with database.unit_of_work() as uow:
         assert uow.incidents.not_for_the_watch("prod-eu", [uid]) == {uid}
     assert record_unasked(database, result, requested_by="nsstuck-watch", post_channel="C0123ABCD", at=T0) is None
+
+
+def test_a_follow_up_of_a_cluster_that_stopped_answering_keeps_the_incident_open(
+    database: Database, kube_emulator: Emulator, tmp_path: Path
+) -> None:
+    result = _stuck(kube_emulator, tmp_path)
+    assert record_unasked(database, result, requested_by="nsstuck-watch", post_channel="C0123ABCD", at=T0)
+    gone = tmp_path / "gone.kubeconfig"
+    gone.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: gone\n"
+        "clusters: [{name: gone, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: gone, context: {cluster: gone, user: u}}]\n"
+    )
+    target = ClusterTarget(name=ClusterName("prod-eu"), kubeconfig=gone)
+    done = follow_up(
+        database,
+        registered=lambda cluster: cluster == "prod-eu",
+        diagnoser=lambda cluster, namespace: diagnose_namespace(target, namespace),
+        notifier=None,
+        now=lambda: T0 + timedelta(hours=1),
+    )
+    assert done == FollowUp(checked=0, resolved=0, cause_changed=0, unreachable=1)
+    [incident] = open_incidents(database, "prod-eu")
+    assert incident.namespace == "ddd"
