@@ -18,6 +18,7 @@ tier leaves out. A pytest plugin, loaded by tests/conftest.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -38,7 +39,9 @@ _SLOW = re.compile(
 )
 
 
+@functools.cache
 def _recorded() -> dict[str, float]:
+    """tests/durations.json, read once per process (the markers, the order and the recorder all ask)."""
     try:
         loaded = json.loads(DURATIONS.read_text())
     except (OSError, ValueError):
@@ -146,6 +149,6 @@ class DurationRecorder:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if os.environ.get("NSSTUCK_RECORD_DURATIONS") != "1" or hasattr(session.config, "workerinput"):
             return
-        recorded = _recorded()
+        recorded = dict(_recorded())
         recorded.update({k: round(v, 2) for k, v in self.seconds.items()})
         DURATIONS.write_text(json.dumps(dict(sorted(recorded.items())), indent=0) + "\n")
