@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from datetime import timedelta
 from pathlib import Path
@@ -348,12 +349,16 @@ def test_act_as_approver_refusals(tmp_path: Path, kubeconfig: Path, block: str, 
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-def test_every_setting_is_in_the_readmes_table() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_every_setting_is_in_the_settings_table() -> None:
+    table = (REPO / "docs" / "configuration.md").read_text().partition("\n## Settings\n")[2]
     names = [field.validation_alias for field in Settings.model_fields.values()]
     assert all(isinstance(name, str) for name in names)
-    missing = [name for name in names if f"\n| `{name}` |" not in readme]
-    assert not missing, f"settings without a row in the README's table: {missing}"
+    missing = [name for name in names if f"\n| `{name}` |" not in table]
+    assert not missing, f"settings without a row in docs/configuration.md's Settings: {missing}"
+    readme = (REPO / "README.md").read_text()
+    shown = re.findall(r"\n\| `([A-Z_]+)` \|", readme.partition("\n## Configuration\n")[2])
+    assert shown, "the README's Configuration shows no setting"
+    assert set(shown) <= set(names), f"the README's table names settings that do not exist: {shown}"
 
 
 @pytest.mark.parametrize("value", ["0", "many", "1001"])
