@@ -13,6 +13,8 @@ from typing import Any, Literal, Protocol
 
 import yaml
 
+from tests.fakes.tracing import untraced
+
 from .apiserver import Cluster
 from .awsauth import EksAuthenticator
 from .clock import Clock, FakeClock, RealClock
@@ -251,7 +253,7 @@ class Emulator:
 
                     traceback.print_exc()
 
-        self._bg = threading.Thread(target=loop, name="kube-emulator-controllers", daemon=True)
+        self._bg = threading.Thread(target=untraced(loop), name="kube-emulator-controllers", daemon=True)
         self._bg.start()
 
     def stop_controllers(self) -> None:

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from tests.fakes.tracing import untraced
+
 from .controllers import controllers_of
 from .controllers._http import JSON, ApiError, KubeHTTP
 from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTATION, TEARDOWN_ERROR_ANNOTATION
@@ -2813,7 +2815,7 @@ def before_delete(emu: Any, scenario: Scenario) -> Iterator[Scenario]:
             pause.reached.set()
 
     _PAUSES[id(emu)] = pause
-    worker = threading.Thread(target=build, name=f"scenario-{scenario.name}", daemon=True)
+    worker = threading.Thread(target=untraced(build), name=f"scenario-{scenario.name}", daemon=True)
     worker.start()
     try:
         pause.reached.wait()

@@ -11,9 +11,11 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.fakes.tracing import UntracedHTTPServer, untraced
 
 from . import discovery, events_v1, openapi, protobuf, rbac, tables
 from .apiserver import Ctx, DeleteOptions, Result
@@ -896,7 +898,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-class Server(ThreadingHTTPServer):
+class Server(UntracedHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 256
@@ -932,7 +934,7 @@ def make_server(emu: Emulator, host: str = "127.0.0.1", port: int = 0, tls: ssl.
 
 def serve_in_thread(server: Server) -> threading.Thread:
     thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.01}, name="kube-emulator", daemon=True
+        target=untraced(server.serve_forever), kwargs={"poll_interval": 0.01}, name="kube-emulator", daemon=True
     )
     thread.start()
     return thread

@@ -24,6 +24,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from tests.fakes.tracing import untraced
+
 
 class AckTimeout(AssertionError):
     """The client did not acknowledge an envelope in time."""
@@ -110,7 +112,7 @@ class SocketModeServer:
             loop.run_until_complete(self._shutdown())
             loop.close()
 
-        self._thread = threading.Thread(target=run, name="slack-emulator-socket-mode", daemon=True)
+        self._thread = threading.Thread(target=untraced(run), name="slack-emulator-socket-mode", daemon=True)
         self._thread.start()
         ready.wait(10)
         if failure:

@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from tests.fakes.tracing import UntracedHTTPServer, untraced
+
 from .faults import Faults, Journal, JournalEntry
 from .methods import APP_TOKEN_METHODS, METHODS, Call, Reply
 from .ratelimit import RateLimiter
@@ -93,12 +95,15 @@ class WebApiServer:
         class Handler(_Handler):
             server_api = api
 
-        httpd = ThreadingHTTPServer((self._host, self._port), Handler)
+        httpd = UntracedHTTPServer((self._host, self._port), Handler)
         httpd.daemon_threads = True
         self._httpd = httpd
         self.state.base_url = self.url
         self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="slack-emulator-http", daemon=True
+            target=untraced(httpd.serve_forever),
+            kwargs={"poll_interval": 0.05},
+            name="slack-emulator-http",
+            daemon=True,
         )
         self._thread.start()
 
