@@ -72,7 +72,7 @@ from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import Delivery
 from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, BOB, OPS_CHANNEL, populate_workspace
 from tests.pgdatabase import temporary_database
-from tests.reliability._values import BACKEND_NAMESPACE, ValueCanaries, build_vault
+from tests.reliability._values import BACKEND_NAMESPACE, OTHER_NAMESPACE, ValueCanaries, build_vault
 from tests.reliability._values import NAMESPACE as VALUES_NAMESPACE
 from tests.slack._bot import Running, serve_process
 
@@ -422,7 +422,8 @@ def _changed_objects(emu: Emulator | None) -> dict[str, Any]:
     """The cluster's objects, for what nsstuck wrote into them; less those that hold the values planted
     by `_values_in` (they are the cluster's own: what matters is that nsstuck never read or kept them)."""
     assert emu is not None
-    return {k: v for k, v in snapshot(emu).items() if k.split("/")[2] not in (VALUES_NAMESPACE, BACKEND_NAMESPACE)}
+    planted = (VALUES_NAMESPACE, BACKEND_NAMESPACE, OTHER_NAMESPACE)
+    return {k: v for k, v in snapshot(emu).items() if k.split("/")[2] not in planted}
 
 
 def _planted(emu: Emulator | None) -> JSON:
@@ -432,10 +433,12 @@ def _planted(emu: Emulator | None) -> JSON:
 
 
 def _values_were_there(planted: JSON, canaries: Canaries, surfaces: Surfaces) -> None:
-    """Not vacuous: the values were in the cluster, and the namespace holding them was diagnosed."""
+    """Not vacuous: the values were in the cluster, and the namespace holding them was diagnosed, its
+    snapshot keeping the objects that held the new canaries (issue 36) by their flag names."""
     assert base64.b64decode(planted["data"]["password"]).decode() == canaries.values.secret_data
     dump = next(text for name, text in surfaces.texts.items() if name.startswith("database dump"))
     assert f'"namespace": "{VALUES_NAMESPACE}"' in dump  # a digest diagnosed it and recorded its snapshot
+    assert "--stripe-key=<redacted>" in dump  # the pod's, the template's, payments/billing's, the backend's
 
 
 def _values_in(emu: Emulator, values: ValueCanaries) -> None:
