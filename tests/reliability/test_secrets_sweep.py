@@ -426,7 +426,12 @@ def _changed_objects(emu: Emulator | None) -> dict[str, Any]:
     by `_values_in` (they are the cluster's own: what matters is that nsstuck never read or kept them)."""
     assert emu is not None
     planted = (VALUES_NAMESPACE, BACKEND_NAMESPACE, OTHER_NAMESPACE)
-    return {k: v for k, v in snapshot(emu).items() if k.split("/")[2] not in planted}
+
+    def theirs(key: str) -> bool:  # in one of those namespaces, or one of those Namespace objects
+        parts = key.split("/")
+        return parts[2] in planted or (parts[1] == "namespaces" and parts[2] == "" and parts[-1] in planted)
+
+    return {k: v for k, v in snapshot(emu).items() if not theirs(k)}
 
 
 def _planted(emu: Emulator | None) -> JSON:
