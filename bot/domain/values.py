@@ -13,9 +13,20 @@ and are kept.
 
 The functions here are the second line: they reduce an object that carries values all the same (a
 server that ignored the media type we asked for, a backup taken before nsstuck read these as metadata).
+
+Snapshots keep names, not values (issue 36, `snapshot_safe`): of every container found in an object
+(a pod's, a workload's or a Job's pod template, a custom resource's), wherever it sits, the command
+line keeps its flag names only (`flag_names`), the environment variables their names and references,
+probes and lifecycle hooks their kind, port and path without exec commands or header values; and of
+every object, its annotations only those the rules read (`KEPT_ANNOTATIONS`). Backups of what a
+remedy touches are not reduced so (restoring needs the object): they lose only what `without_values`
+drops.
 """
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 from bot.domain.refs import KubeObject
 
@@ -110,3 +121,118 @@ def without_env_values(pod: KubeObject) -> KubeObject:
                     {k: v for k, v in var.items() if k != "value"} if isinstance(var, dict) else var for var in env
                 ]
     return pod
+
+
+# The annotations a rule reads, the only ones a snapshot keeps (every other one is dropped before anything
+# keeps an object: annotations hold what tools and people put there, tokens and whole manifests included).
+# The rules read none today; a rule that reads one adds its key here, or reads nothing.
+KEPT_ANNOTATIONS: frozenset[str] = frozenset()
+# what stands in a command line for a value that is not kept
+REDACTED = "<redacted>"
+PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+LIFECYCLE_HOOKS = ("postStart", "preStop")
+# a flag: one or two dashes, then a name of letters, digits, '.', '_' and '-'; the rest (after '=') is its value
+_FLAG = re.compile(r"(--?[A-Za-z0-9][A-Za-z0-9._-]*)(=.*)?", re.DOTALL)
+# a program, as the first word of a container's `command`: a path or a name, no spaces, no '='
+_PROGRAM = re.compile(r"[A-Za-z0-9_./+-]+")
+
+
+def flag_names(argv: object, *, program: bool = False) -> list[str]:
+    """A container's `command` or `args` with the flag names kept and every value redacted.
+
+    `--name=value` and `-name=value` keep `--name=<redacted>`; `--name` and `-x` (one letter) are kept
+    as they are; `-xvalue` (one dash, more than one letter: a short option with its value attached, as
+    `-pPASSWORD`, or a Go-style flag) keeps `-x<redacted>`; `--` and `-` are kept; anything else (a
+    positional value, the value after a flag, a shell script after `-c`) is `<redacted>`. With
+    `program` (a `command`), its first word is kept when it is a path or a name (`/manager`,
+    `/bin/sh`): the program, not a value."""
+    if not isinstance(argv, list):
+        return []
+    out: list[str] = []
+    for index, arg in enumerate(argv):
+        if not isinstance(arg, str):
+            out.append(REDACTED)
+        elif (program and index == 0 and _PROGRAM.fullmatch(arg)) or arg in ("-", "--"):
+            out.append(arg)
+        elif (flag := _FLAG.fullmatch(arg)) is None:
+            out.append(REDACTED)
+        elif flag.group(2) is not None:
+            out.append(f"{flag.group(1)}={REDACTED}")
+        elif flag.group(1).startswith("--") or len(flag.group(1)) == 2:
+            out.append(arg)
+        else:
+            out.append(f"{arg[:2]}{REDACTED}")
+    return out
+
+
+def snapshot_safe(obj: KubeObject) -> KubeObject:
+    """In place: what a snapshot may keep of an object (module docstring). Every container found
+    anywhere in it reduced by `container_names`, every `metadata.annotations` (the object's, a pod
+    template's) to `KEPT_ANNOTATIONS`. Returns the object."""
+    _reduce(obj)
+    return obj
+
+
+def _reduce(node: Any) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in POD_CONTAINER_LISTS and isinstance(value, list):
+                for container in value:
+                    if isinstance(container, dict):
+                        container_names(container)
+            elif key == "metadata" and isinstance(value, dict):
+                _kept_annotations(value)
+            elif isinstance(value, dict | list):
+                _reduce(value)
+    elif isinstance(node, list):
+        for item in node:
+            if isinstance(item, dict | list):
+                _reduce(item)
+
+
+def _kept_annotations(metadata: dict[str, Any]) -> None:
+    annotations = metadata.get("annotations")
+    if annotations is None:
+        return
+    kept = {k: v for k, v in annotations.items() if k in KEPT_ANNOTATIONS} if isinstance(annotations, dict) else {}
+    if kept:
+        metadata["annotations"] = kept
+    else:
+        del metadata["annotations"]
+
+
+def container_names(container: dict[str, Any]) -> dict[str, Any]:
+    """In place: a container with its `command` and `args` reduced to flag names (`flag_names`), its
+    environment values dropped (names and `valueFrom` kept), its probes' and lifecycle hooks' exec
+    commands and HTTP header values dropped (the header's name, the port, path and scheme kept).
+    Returns the container."""
+    if "command" in container:
+        container["command"] = flag_names(container["command"], program=True)
+    if "args" in container:
+        container["args"] = flag_names(container["args"])
+    env = container.get("env")
+    if isinstance(env, list):
+        container["env"] = [
+            {k: v for k, v in var.items() if k != "value"} if isinstance(var, dict) else var for var in env
+        ]
+    for probe in PROBES:
+        _handler(container.get(probe))
+    lifecycle = container.get("lifecycle")
+    if isinstance(lifecycle, dict):
+        for hook in LIFECYCLE_HOOKS:
+            _handler(lifecycle.get(hook))
+    return container
+
+
+def _handler(handler: object) -> None:
+    """A probe's or a lifecycle hook's action: `exec` without its command, `httpGet` without header values."""
+    if not isinstance(handler, dict):
+        return
+    run = handler.get("exec")
+    if isinstance(run, dict) and "command" in run:
+        handler["exec"] = {k: v for k, v in run.items() if k != "command"}
+    http = handler.get("httpGet")
+    if isinstance(http, dict) and isinstance(http.get("httpHeaders"), list):
+        http["httpHeaders"] = [
+            {k: v for k, v in h.items() if k != "value"} if isinstance(h, dict) else {} for h in http["httpHeaders"]
+        ]

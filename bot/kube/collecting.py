@@ -42,7 +42,7 @@ from bot.domain.events import view as event_view
 from bot.domain.findings import Gap
 from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
-from bot.domain.values import is_value_resource, metadata_only, without_values
+from bot.domain.values import is_value_resource, metadata_only, snapshot_safe, without_values
 from bot.errors import ClusterUnreachableError
 from bot.kube.requesting import MAX_ANSWER
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
@@ -351,18 +351,17 @@ FULL_CONTENTS = frozenset({"pods"})
 
 
 def trim(obj: KubeObject) -> KubeObject:
-    """Drop what no rule reads and what weighs most: managed fields and last-applied copies; and the
-    values snapshots (kept in the database) must never hold: a Secret's or ConfigMap's data (should a
-    server send them although we asked for metadata only) and the environment values of a pod's
-    containers (`bot.domain.values`)."""
+    """Drop what no rule reads and what weighs most: managed fields and annotations (last-applied copies
+    among them); and the values snapshots (kept in the database) must never hold (`bot.domain.values`):
+    a Secret's or ConfigMap's data (should a server send them although we asked for metadata only), and
+    of every container (a pod's, a pod template's) its environment values, the values of its command
+    line (flag names kept), its probes' and hooks' commands and header values; of annotations, those
+    the rules read are kept (`KEPT_ANNOTATIONS`)."""
     without_values(obj)
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
         metadata.pop("managedFields", None)
-        annotations = metadata.get("annotations")
-        if isinstance(annotations, dict):
-            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
-    return obj
+    return snapshot_safe(obj)
 
 
 def trim_full(obj: KubeObject) -> KubeObject:
@@ -399,7 +398,11 @@ _WORKLOAD_STATUS_KEYS = ("replicas", "readyReplicas", "availableReplicas", "numb
 
 
 def trim_workload(obj: KubeObject, kind: str) -> KubeObject:
-    """Only what controller attribution reads: identity, selector, containers, readiness.
+    """Only what controller attribution reads (`bot.diagnosis.controllers`, `catalogue.workload_text`,
+    `reading`): identity (name, namespace, uid, labels), replicas, selector, the template's labels, its
+    containers' names, images and command lines as flag names (`trim` reduced them already: this takes
+    a listed item), readiness. Nothing else, in whichever namespace it runs: no annotations, no
+    environment, no init containers, no volumes.
 
     A cluster can have thousands of workloads and a digest holds several clusters' at once, so the
     label map that the metadata, the selector and the pod template usually repeat is kept once and

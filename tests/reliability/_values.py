@@ -8,6 +8,16 @@ annotation `kubectl apply` writes (`kubectl.kubernetes.io/last-applied-configura
 metadata, so it does reach nsstuck, and must not be kept. Outside the namespace, a Deployment with a
 canary environment value runs the backend of a webhook that intercepts nothing there, so that its
 pods are read in full as a backend's pods are.
+
+Issue 36 (snapshots keep names, not values): the pod's command line holds canaries as a flag's value
+(`--stripe-key=...`), as a positional argument and inside a shell script after `-c`; its liveness
+probe sends one in an HTTP header, its lifecycle hooks run one (preStop's exec command) and send one
+(postStart's header); it and the namespace carry one in an annotation of their own. A Deployment in
+`vault`, held by the same finalizer (so read whole) and scaled to zero, has canaries in its pod
+template's arguments, environment and annotations. The backend's Deployment takes a canary flag
+value too, and so does a Deployment in a namespace nothing diagnoses (`payments`), which reaches a
+snapshot only as one of the cluster's workloads (controller attribution). The flag names stay: they
+are what the catalogue matches.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from tests.fakes.kubeapi.scenarios import Api, base_cluster, run_for
 
 NAMESPACE = "vault"
 BACKEND_NAMESPACE = "vault-backend"
+OTHER_NAMESPACE = "payments"  # a Deployment no diagnosis is about, but every one lists (controller attribution)
 FINALIZER = "orphans.invalid/hold"  # no workload's name, label or image says "orphans"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # a request for Secrets or ConfigMaps, one or a list, in a namespace or cluster-wide
@@ -47,6 +58,20 @@ class ValueCanaries:
     init_env: str = field(default_factory=lambda: _value("initenv"))
     pod_applied: str = field(default_factory=lambda: _value("podapplied"))
     backend_env: str = field(default_factory=lambda: _value("backendenv"))
+    # issue 36: command lines, probes, hooks, annotations, templates, another namespace's Deployment
+    pod_flag: str = field(default_factory=lambda: _value("podflag"))
+    pod_positional: str = field(default_factory=lambda: _value("podpositional"))
+    pod_command: str = field(default_factory=lambda: _value("podcommand"))
+    probe_header: str = field(default_factory=lambda: _value("probeheader"))
+    lifecycle_command: str = field(default_factory=lambda: _value("lifecyclecommand"))
+    lifecycle_header: str = field(default_factory=lambda: _value("lifecycleheader"))
+    pod_annotation: str = field(default_factory=lambda: _value("podannotation"))
+    namespace_annotation: str = field(default_factory=lambda: _value("namespaceannotation"))
+    template_flag: str = field(default_factory=lambda: _value("templateflag"))
+    template_env: str = field(default_factory=lambda: _value("templateenv"))
+    template_annotation: str = field(default_factory=lambda: _value("templateannotation"))
+    backend_flag: str = field(default_factory=lambda: _value("backendflag"))
+    other_flag: str = field(default_factory=lambda: _value("otherflag"))
 
     def values(self) -> dict[str, str]:
         return dict(vars(self))
@@ -97,6 +122,7 @@ def build_vault(emu: Emulator, canaries: ValueCanaries, *, nodes: bool = True) -
     container = {
         "name": "guard",
         "image": "example.com/guard:1.0",
+        "args": ["--listen=:9443", f"--stripe-key={canaries.backend_flag}"],
         "env": [{"name": "TOKEN", "value": canaries.backend_env}],
     }
     api.create(
@@ -142,7 +168,8 @@ def build_vault(emu: Emulator, canaries: ValueCanaries, *, nodes: bool = True) -
             ],
         },
     )
-    api.namespace(NAMESPACE)
+    _other_deployment(api, canaries)
+    api.namespace(NAMESPACE, annotations={"example.com/owner-token": canaries.namespace_annotation})
     secret: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -175,6 +202,8 @@ def build_vault(emu: Emulator, canaries: ValueCanaries, *, nodes: bool = True) -
                 {
                     "name": "app",
                     "image": "example.com/app:1.0",
+                    "command": ["/bin/sh", "-c", f"exec /app --password {canaries.pod_command}"],
+                    "args": [f"--stripe-key={canaries.pod_flag}", "--verbose", "-v", canaries.pod_positional],
                     "env": [
                         {"name": "API_KEY", "value": canaries.pod_env},
                         {
@@ -182,15 +211,82 @@ def build_vault(emu: Emulator, canaries: ValueCanaries, *, nodes: bool = True) -
                             "valueFrom": {"secretKeyRef": {"name": "db-password", "key": "password"}},
                         },
                     ],
+                    "livenessProbe": {
+                        "httpGet": {
+                            "path": "/healthz",
+                            "port": 8080,
+                            "httpHeaders": [{"name": "Authorization", "value": f"Bearer {canaries.probe_header}"}],
+                        }
+                    },
+                    "lifecycle": {
+                        "preStop": {"exec": {"command": ["/bin/sh", "-c", f"notify {canaries.lifecycle_command}"]}},
+                        "postStart": {
+                            "httpGet": {
+                                "path": "/started",
+                                "port": 8080,
+                                "httpHeaders": [{"name": "X-Token", "value": canaries.lifecycle_header}],
+                            }
+                        },
+                    },
                 }
             ],
         },
     }
-    pod["metadata"]["annotations"] = {LAST_APPLIED: _applied(pod, canaries.pod_applied)}
+    pod["metadata"]["annotations"] = {
+        LAST_APPLIED: _applied(pod, canaries.pod_applied),
+        "example.com/api-key": canaries.pod_annotation,
+    }
     api.create(f"/api/v1/namespaces/{NAMESPACE}/pods", pod)
+    template_container = {
+        "name": "worker",
+        "image": "example.com/worker:1.0",
+        "args": [f"--stripe-key={canaries.template_flag}"],
+        "env": [{"name": "SEED", "value": canaries.template_env}],
+    }
+    api.create(
+        f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "worker", "labels": {"app": "worker"}, "finalizers": [FINALIZER]},
+            "spec": {
+                "replicas": 0,  # no pod of its own: the namespace's one pod stays the one above
+                "selector": {"matchLabels": {"app": "worker"}},
+                "template": {
+                    "metadata": {
+                        "labels": {"app": "worker"},
+                        "annotations": {"example.com/seed": canaries.template_annotation},
+                    },
+                    "spec": {"containers": [template_container]},
+                },
+            },
+        },
+    )
     run_for(emu, 30)
     api.delete_namespace(NAMESPACE)
     run_for(emu, 120, step=30)
+
+
+def _other_deployment(api: Api, canaries: ValueCanaries) -> None:
+    """`payments/billing`: a Deployment with a canary flag value, in a namespace nothing diagnoses."""
+    api.namespace(OTHER_NAMESPACE)
+    container = {"name": "billing", "image": "example.com/billing:2.0", "args": [f"--stripe-key={canaries.other_flag}"]}
+    api.create(
+        f"/apis/apps/v1/namespaces/{OTHER_NAMESPACE}/deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "billing", "labels": {"app": "billing"}},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "billing"}},
+                "template": {
+                    "metadata": {"labels": {"app": "billing"}},
+                    "spec": {"nodeName": "node-1", "containers": [container]},
+                },
+            },
+        },
+    )
 
 
 def value_requests(journal: Iterable[Journaled]) -> list[Journaled]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain.refs import meta
+from bot.domain.snapshot import NamespaceSnapshot
 from bot.domain.snapshot_codec import decompress_snapshot
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import diagnose_namespace
@@ -22,7 +24,14 @@ from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
-from tests.reliability._values import FINALIZER, NAMESPACE, ValueCanaries, build_vault, value_requests
+from tests.reliability._values import (
+    FINALIZER,
+    NAMESPACE,
+    OTHER_NAMESPACE,
+    ValueCanaries,
+    build_vault,
+    value_requests,
+)
 from tests.reliability.test_secrets_sweep import Surfaces, _dump_database, _slack_surfaces
 from tests.slack._bot import serve_process
 
@@ -202,7 +211,92 @@ def test_no_secret_or_configmap_value_reaches_the_running_bot(
         {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db-password", "key": "password"}}},
     ]
     assert pod["spec"]["nodeName"] == "node-2"
+    _names_kept(kept)
     shown = texts[f"nsstuck backup show {backups[0]}"]
     assert "# only the Secret's metadata was read and kept, never its data" in shown
     assert f"- {FINALIZER}" in shown  # the YAML re-creates the finalizer it had
     assert "metadata only (the data was never read)" in texts["nsstuck audit export"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots keep names, not values (issue 36, finding 4)
+
+
+def _names_kept(kept: NamespaceSnapshot) -> None:
+    """What a snapshot of `vault` keeps of the objects that held the issue 36 canaries: the flag names,
+    the program, the probe's and hooks' kind, port, path and header names; no annotation."""
+    [pod] = kept.objects("pods")
+    [app] = pod["spec"]["containers"]
+    assert app["command"] == ["/bin/sh", "-c", "<redacted>"]
+    assert app["args"] == ["--stripe-key=<redacted>", "--verbose", "-v", "<redacted>"]
+    assert app["livenessProbe"] == {
+        "httpGet": {"path": "/healthz", "port": 8080, "httpHeaders": [{"name": "Authorization"}]}
+    }
+    assert app["lifecycle"]["preStop"] == {"exec": {}}
+    assert app["lifecycle"]["postStart"]["httpGet"]["httpHeaders"] == [{"name": "X-Token"}]
+    assert "annotations" not in pod["metadata"]
+    assert "annotations" not in (kept.namespace_object or {}).get("metadata", {})
+    # the Deployment held in `vault` was read whole (it is being deleted): its template reduced the same way
+    [worker] = kept.objects("deployments.apps")
+    template = worker["spec"]["template"]
+    [container] = template["spec"]["containers"]
+    assert container["args"] == ["--stripe-key=<redacted>"]
+    assert container["env"] == [{"name": "SEED"}]
+    assert "annotations" not in template["metadata"]
+    # every Deployment of the cluster, for controller attribution: names, images, flag names
+    workloads = {(meta(w)["namespace"], meta(w)["name"]): w for w in kept.workloads}
+    billing = workloads[(OTHER_NAMESPACE, "billing")]
+    assert billing["spec"]["template"]["spec"]["containers"] == [
+        {"name": "billing", "image": "example.com/billing:2.0", "args": ["--stripe-key=<redacted>"]}
+    ]
+    assert set(billing["metadata"]) <= {"name", "namespace", "uid", "labels"}
+
+
+def _planted_in_the_cluster(kube: Emulator, canaries: ValueCanaries) -> None:
+    """Not vacuous: the cluster holds every issue 36 canary where the test put it."""
+    admin = KubeHTTP(kube.url, kube.admin_token)
+    pod = json.dumps(admin.get(f"/api/v1/namespaces/{NAMESPACE}/pods/app"))
+    worker = json.dumps(admin.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments/worker"))
+    billing = json.dumps(admin.get(f"/apis/apps/v1/namespaces/{OTHER_NAMESPACE}/deployments/billing"))
+    namespace = json.dumps(admin.get(f"/api/v1/namespaces/{NAMESPACE}"))
+    pod_canaries = ("pod_flag", "pod_positional", "pod_command", "probe_header", "lifecycle_command")
+    for name in (*pod_canaries, "lifecycle_header", "pod_annotation"):
+        assert getattr(canaries, name) in pod, name
+    for name in ("template_flag", "template_env", "template_annotation"):
+        assert getattr(canaries, name) in worker, name
+    assert canaries.other_flag in billing
+    assert canaries.namespace_annotation in namespace
+
+
+@pytest.mark.slow
+def test_snapshots_keep_flag_names_not_values(
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, database_url: str
+) -> None:
+    """Issue 36, finding 4, through the running bot: `/nsstuck prod-eu vault`, where a pod's command line
+    (a flag's value, a positional value, a shell script), its probe's header, its lifecycle hooks and
+    its annotations, the namespace's annotation, a held Deployment's template (arguments, environment,
+    annotations) and a Deployment in another namespace (`--stripe-key=...`) hold canaries. No canary is
+    in the database (snapshots decompressed, the SQLite file's bytes), the bot's log at DEBUG or Slack;
+    the snapshot keeps the flag names. On 595198c the pod's arguments and annotations, and every
+    Deployment's arguments, were stored as they were."""
+    canaries = ValueCanaries()
+    build_vault(kube_emulator, canaries)
+    _planted_in_the_cluster(kube_emulator, canaries)
+    config = write_config(tmp_path, kube_emulator)
+    migrated(database_url)
+    with serve_process(
+        slack_emulator, config, database_url, tmp_path, extra_env=FAST, options=("--log-level", "DEBUG")
+    ) as bot:
+        flow = Flow(bot, slack_emulator, kube_emulator, database_url, namespace=NAMESPACE)
+        flow.diagnose()
+        [row] = flow.query("SELECT snapshot FROM diagnoses WHERE namespace = :ns", ns=NAMESPACE)
+        surfaces = Surfaces()
+        surfaces.add("database dump", _dump_database(database_url))
+        for file in tmp_path.glob("*.db*"):
+            surfaces.add(f"database file {file.name}", file.read_bytes())
+        surfaces.add("bot log", bot.log.read_text())
+        _slack_surfaces(slack_emulator, surfaces, [OPS_CHANNEL], [ALICE, BOB])
+
+    leaks = canaries.found_in(surfaces.texts)
+    assert not leaks, "values leaked:\n" + "\n".join(leaks)
+    _names_kept(decompress_snapshot(bytes(row["snapshot"])))
