@@ -21,8 +21,10 @@ import os
 import platform
 import random
 import re
+import shutil
 import signal
 import string
+import tempfile
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -62,10 +64,11 @@ def _holding(directory: Path, secrets: list[bytes]) -> list[Path]:
 
 
 def test_no_credential_file_is_left_by_workers_killed_hung_or_replaced(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    # short: the fork server's socket goes there too, and an AF_UNIX path has at most 107 bytes
+    tmp = Path(tempfile.mkdtemp(prefix="nsstuck-t-", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
     env = {
         **DEBUG,
         "TMPDIR": str(tmp),
