@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bot import __version__
 from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError, UserError
+from bot.kube import clientfiles
 
 # the settings' model (pydantic) is imported by the commands that read settings, the others start
 # without it (`diagnose --kubeconfig`), as they start without the store, Slack or the scheduler
@@ -231,9 +232,11 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             credential_timeout=settings.credential_timeout_seconds,
             pool_size=options.workers,
             niceness=WORKER_NICENESS,
+            max_answer_bytes=int(settings.worker_max_answer_mb * MIB),
         ),
         metrics=metrics,
         max_rss_mb=settings.worker_max_rss_mb,
+        answer_seconds=settings.worker_answer_seconds,
     )
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
     diagnoser = workers.diagnoser(clusters.target, priority=Priority.PERSON, options=options)
@@ -1167,7 +1170,10 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     handler: Handler = args.handler
     try:
         _set_up_logging(args, err)
-        return handler(args, Context(args, out, err))
+        # the files the kubernetes client writes for a kubeconfig's inline credentials go in a directory of
+        # this command's own, removed when it ends (the client's own clean-up runs only at interpreter exit)
+        with clientfiles.private():
+            return handler(args, Context(args, out, err))
     except ConfigError as e:
         print(f"nsstuck: config error: {e}", file=err)
         return e.exit_code

@@ -782,6 +782,10 @@ class Settings(BaseModel):
     diagnosis_workers: int | None = Field(default=None, ge=1, le=64, validation_alias="NSSTUCK_DIAGNOSIS_WORKERS")
     # a diagnosis worker holding more resident memory than this after a job is replaced by a fresh one
     worker_max_rss_mb: float = Field(default=150.0, ge=1, le=100_000, validation_alias="NSSTUCK_WORKER_MAX_RSS_MB")
+    # the largest answer (a report and its compressed snapshot) a diagnosis worker sends the bot, in MiB,
+    # and the seconds it may take to arrive once begun; past either the job fails and its worker is replaced
+    worker_max_answer_mb: float = Field(default=256.0, gt=0, le=65_536, validation_alias="NSSTUCK_WORKER_MAX_ANSWER_MB")
+    worker_answer_seconds: float = Field(default=10.0, gt=0, le=600, validation_alias="NSSTUCK_WORKER_ANSWER_SECONDS")
     # seconds a diagnosis collects for before it reports what it has (the rest are gaps); a worker still
     # busy past this, the credential timeout, a call's timeout and 5 s is stopped and replaced
     diagnosis_deadline_seconds: float = Field(

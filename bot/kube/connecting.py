@@ -37,6 +37,7 @@ from kubernetes.config.config_exception import ConfigException
 
 from bot.domain.refs import ClusterName
 from bot.errors import ClusterUnreachableError, UserError
+from bot.kube import clientfiles
 from bot.kube.observing import CallObserver
 from bot.kube.requesting import Reader
 
@@ -320,9 +321,6 @@ class _LoaderLogs(logging.Filter):
 _LOADER_LOGS = _LoaderLogs()
 
 
-_TEMP_FILES = threading.Lock()
-
-
 def _guard_temp_files() -> None:
     """Make the client's writing of inline certificates to temporary files one thread at a time.
 
@@ -336,7 +334,7 @@ def _guard_temp_files() -> None:
         return
 
     def locked(*args: Any, **kwargs: Any) -> Any:
-        with _TEMP_FILES:
+        with clientfiles.WRITING:
             return original(*args, **kwargs)
 
     setattr(locked, "nsstuck_locked", True)  # noqa: B010 (a function attribute: mypy has no other spelling)
@@ -609,6 +607,7 @@ def _load(target: ClusterTarget, configuration: Any) -> None:
             context=target.context,
             client_configuration=configuration,
             persist_config=False,
+            temp_file_path=clientfiles.directory(),
         )
 
 

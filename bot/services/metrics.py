@@ -123,14 +123,15 @@ class Metrics:
             "nsstuck_worker_jobs_total",
             "Jobs of the worker processes (diagnoses, re-checks), by kind and outcome: done, error (an error "
             "the asker is told, such as an unreachable cluster), died (the worker died during it), hung "
-            "(stopped past its deadline)",
+            "(stopped past its deadline), answer_too_large (its answer larger than NSSTUCK_WORKER_MAX_ANSWER_MB), "
+            "answer_stalled (its answer stopped arriving: not whole NSSTUCK_WORKER_ANSWER_SECONDS after it began)",
             ["kind", "outcome"],
             registry=self.registry,
         )
         self.workers_replaced = Counter(
             "nsstuck_workers_replaced_total",
             "Worker processes replaced, by why: died (exited or killed during a job, or between jobs), hung, "
-            "memory (holding more than NSSTUCK_WORKER_MAX_RSS_MB after a job)",
+            "memory (holding more than NSSTUCK_WORKER_MAX_RSS_MB after a job), answer_too_large, answer_stalled",
             ["reason"],
             registry=self.registry,
         )

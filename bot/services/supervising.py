@@ -18,7 +18,13 @@ time limit, whichever comes first:
   error its asker is told (`WorkerLostError`); the others' jobs carry on, and it is replaced at once;
 - a worker still busy past the job's limit (its collection deadline, plus the time a credential
   plugin and a last call may take, plus a grace) is killed and replaced, its job failed the same way;
-- a worker holding more memory than `max_rss_mb` after its job is replaced by a fresh one.
+- a worker holding more memory than `max_rss_mb` after its job is replaced by a fresh one;
+- an answer is read with bounds (`max_answer_bytes`, and `answer_seconds` from its first byte): a worker
+  whose answer is larger, or stops arriving (stopped, or wedged in the middle of sending it), is killed
+  and replaced, its job failed with words that say so, and the thread is free again.
+Each worker has a directory of its own for the files the kubernetes client writes for inline
+kubeconfig credentials (`bot.kube.clientfiles`); the worker removes it when it ends cleanly, and this
+module whenever it stops or replaces the worker (one killed runs no `finally`).
 Unlike `concurrent.futures.ProcessPoolExecutor`, where a worker that dies breaks the pool and fails
 every job in it. While it waits for a job, the thread looks every second whether its worker is still
 there (one that dies as it starts, again and again, makes `/healthz` fail). Jobs wait in one queue:
@@ -34,7 +40,9 @@ import logging
 import multiprocessing
 import os
 import queue
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,14 +57,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.domain.refs import ClusterName
-from bot.errors import NsstuckError, TemporaryError
+from bot.errors import NsstuckError, PermanentError, TemporaryError
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget
 from bot.logs import current, log_context
 from bot.remediation.rechecking import CauseCheck, CauseChecked
 from bot.services.diagnosing import Diagnoser, DiagnosisResult
 from bot.services.metrics import Metrics
-from bot.services.working import Answer, Diagnose, Job, WorkerSetup, kind_of
+from bot.services.working import (
+    ANSWER_SECONDS,
+    Answer,
+    AnswerRefusedError,
+    Diagnose,
+    Job,
+    WorkerSetup,
+    kind_of,
+    receive_answer,
+)
 from bot.services.working import main as worker_main
 
 log = logging.getLogger(__name__)
@@ -89,6 +106,10 @@ class Priority(IntEnum):
 
 class WorkerLostError(TemporaryError):
     """The worker process running the job died, or was stopped for taking too long: that job failed."""
+
+
+class AnswerTooLargeError(PermanentError):
+    """The worker's answer was larger than the bot takes: the job failed (trying again will not help)."""
 
 
 class PoolClosedError(TemporaryError):
@@ -142,6 +163,7 @@ _STOP = object()
 class _Worker:
     process: BaseProcess
     pipe: Pipe
+    files: Path  # its directory for the client's files of inline credentials
     jobs: int = 0
 
     @property
@@ -181,6 +203,7 @@ class WorkerPool:
         metrics: Metrics | None = None,
         start_method: str | None = None,
         max_rss_mb: float | None = None,
+        answer_seconds: float = ANSWER_SECONDS,
     ) -> None:
         if size < 1:
             raise ValueError("a worker pool needs one worker at least")
@@ -189,6 +212,10 @@ class WorkerPool:
         # a worker holding more than this after a job (a huge namespace's objects, which CPython keeps
         # in its arenas) is replaced by a fresh one, so that the bot's memory stays bounded
         self.max_rss_mb = max_rss_mb
+        # an answer larger than the workers may send, or not whole this long after its first byte, is
+        # not waited for: its worker is killed and replaced
+        self.max_answer_bytes = setup.max_answer_bytes
+        self.answer_seconds = answer_seconds
         self.metrics = metrics or Metrics()
         method = start_method or ("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
         self.context: Any = multiprocessing.get_context(method)
@@ -361,22 +388,34 @@ class WorkerPool:
         while slot.worker is None:
             if self._closed:
                 raise PoolClosedError("nsstuck is shutting down; try again in a minute")
+            try:
+                files = Path(tempfile.mkdtemp(prefix=f"nsstuck-worker-{_name(slot)}-"))
+            except OSError as e:  # no writable temporary directory: the client could not write its files either
+                slot.failed_starts += 1
+                log.error("could not make a diagnosis worker's directory (%s); trying again in %gs", e, slot.pause)
+                time.sleep(slot.pause)
+                slot.pause = min(slot.pause * 2, RESTART_PAUSE_MAX)
+                continue
             mine, theirs = self.context.Pipe(duplex=True)
             process = self.context.Process(
-                target=worker_main, args=(theirs, self.setup), name=f"nsstuck-worker-{_name(slot)}", daemon=True
+                target=worker_main,
+                args=(theirs, self.setup, str(files)),
+                name=f"nsstuck-worker-{_name(slot)}",
+                daemon=True,
             )
             try:
                 process.start()
             except (OSError, RuntimeError) as e:  # out of processes or memory, the fork server gone
                 mine.close()
                 theirs.close()
+                shutil.rmtree(files, ignore_errors=True)
                 slot.failed_starts += 1
                 log.error("could not start a diagnosis worker process (%s); trying again in %gs", e, slot.pause)
                 time.sleep(slot.pause)
                 slot.pause = min(slot.pause * 2, RESTART_PAUSE_MAX)
                 continue
             theirs.close()  # the worker's end: once it exits, reading ours ends
-            slot.worker = _Worker(process, mine)
+            slot.worker = _Worker(process, mine, files)
             self.metrics.workers_alive.inc()
             log.debug("diagnosis worker %s started (pid %d)", _name(slot), slot.worker.pid)
         return slot.worker
@@ -401,11 +440,30 @@ class WorkerPool:
         else:
             ready = wait([worker.pipe, worker.process.sentinel], timeout=task.limit)
         answer: Answer | None = None
+        refused: str | None = None
+        too_large = False
         if worker.pipe in ready:
             try:
-                answer = worker.pipe.recv()
-            except (EOFError, OSError):  # it died before it answered
+                answer = receive_answer(worker.pipe, max_bytes=self.max_answer_bytes, seconds=self.answer_seconds)
+            except AnswerRefusedError as e:  # too large, or it stopped in the middle of sending it
+                refused, too_large = str(e), e.too_large
+            except OSError:  # it died before it answered
                 answer = None
+        if refused is not None:
+            outcome = "answer_too_large" if too_large else "answer_stalled"
+            self.metrics.worker_jobs.labels(kind=kind, outcome=outcome).inc()
+            self._replace(slot, outcome, f"worker pid {worker.pid} after {what}: {refused}; stopped it")
+            if too_large:
+                task.future.set_exception(
+                    AnswerTooLargeError(f"the process doing it stopped: {refused} (nothing was recorded)")
+                )
+            else:
+                task.future.set_exception(
+                    WorkerLostError(f"the process doing it was stopped: {refused} (nothing was recorded); try again")
+                )
+            if replace:
+                self._start(slot)
+            return
         if answer is not None:
             worker.jobs += 1
             slot.failed_starts, slot.pause = 0, RESTART_PAUSE
@@ -457,6 +515,7 @@ class WorkerPool:
             worker.process.kill()
         worker.process.join(10)
         worker.pipe.close()
+        shutil.rmtree(worker.files, ignore_errors=True)  # what a killed worker left of its client's files
         self.metrics.workers_alive.dec()
         self.metrics.workers_replaced.labels(reason=reason).inc()
         log.error("%s; replacing it", said)
@@ -474,6 +533,7 @@ class WorkerPool:
             worker.process.kill()
             worker.process.join(5)
         worker.pipe.close()
+        shutil.rmtree(worker.files, ignore_errors=True)  # emptied by the worker, unless it had to be killed
         self.metrics.workers_alive.dec()
 
 

@@ -14,6 +14,15 @@ served first. It ends when the bot closes the pipe or sends None.
 
 This module is what the fork server preloads: it imports only what a job needs (no database, no
 Slack, no settings model).
+
+The client writes a kubeconfig's inline certificates and keys to files: a worker has it write them in a
+directory the bot made for that worker (`bot.kube.clientfiles`), removed when the worker ends cleanly,
+and by the bot whenever it stops or replaces the worker (one killed runs no `finally`).
+
+Its answers cross the pipe framed by this module (`send_answer`, `receive_answer`): a length, then the
+pickled answer. One larger than `max_answer_bytes` is not sent (its asker is told why instead), and the
+bot reads an answer with a bound on its size and on its time, so that a worker that stops in the middle
+of one (stopped, swapped out, wedged) cannot hold the thread that watches it.
 """
 
 from __future__ import annotations
@@ -21,12 +30,16 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import pickle
 import signal
+import struct
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection as Pipe
+from multiprocessing.connection import wait
+from pathlib import Path
 
 from bot import logs
 from bot.errors import (
@@ -38,6 +51,7 @@ from bot.errors import (
     TemporaryError,
     UserError,
 )
+from bot.kube import clientfiles
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget, Connection, ConnectionCache, connect
 from bot.kube.transport import Transport
@@ -46,6 +60,14 @@ from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from bot.services.relaying import RELAY, Relayed, RelayedCalls
 
 log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+# the largest answer a worker sends (NSSTUCK_WORKER_MAX_ANSWER_MB): a report and its compressed
+# snapshot, some hundred KB for a namespace of thousands of objects
+MAX_ANSWER_BYTES = 256 * MIB
+# how long an answer may take to arrive once its first byte has (NSSTUCK_WORKER_ANSWER_SECONDS): a
+# local socket carries the largest in well under a second
+ANSWER_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +79,7 @@ class WorkerSetup:
     credential_timeout: float
     pool_size: int  # connections a kept client holds: a collection's calls at once
     niceness: int = 0  # added to the worker's scheduling priority (lower priority than the bot's)
+    max_answer_bytes: int = MAX_ANSWER_BYTES  # a larger answer is not sent: its asker is told why
 
 
 @dataclass(frozen=True)
@@ -121,13 +144,16 @@ def failure_of(error: NsstuckError) -> Failure:
 CALLS = RelayedCalls(RELAY)
 
 
-def main(pipe: Pipe, setup: WorkerSetup) -> None:
-    """The worker process: answer the jobs that come through `pipe` until it closes."""
+def main(pipe: Pipe, setup: WorkerSetup, files: str | None = None) -> None:
+    """The worker process: answer the jobs that come through `pipe` until it closes; the client's files
+    of inline credentials in `files` (a directory the bot made for this worker, removed here at the end)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if setup.niceness:
         with suppress(OSError):
             os.nice(setup.niceness)
     logs.setup(setup.log_level, setup.log_format)
+    if files is not None:
+        clientfiles.use(Path(files))
     # what the fork server imported stays untouched by the collector: its pages stay shared
     gc.freeze()
     # the worker's calls to the clusters are counted on its relay: they reach the bot's /metrics with its answers
@@ -145,13 +171,97 @@ def main(pipe: Pipe, setup: WorkerSetup) -> None:
             job, context = message
             with logs.log_context(**context):
                 answer = answer_job(job, connections, setup)
-            try:
-                pipe.send(answer)
-            except (BrokenPipeError, OSError):  # the bot is gone, or gave up on this job
-                return
+                try:
+                    send_answer(pipe, answer, setup.max_answer_bytes)
+                except OSError:  # the bot is gone, or gave up on this job
+                    return
     finally:
         connections.close()
         pipe.close()
+        if files is not None:
+            clientfiles.remove(Path(files))
+
+
+# -- answers on the pipe ------------------------------------------------------------------------
+
+# before each answer: its length in bytes
+_LENGTH = struct.Struct("!Q")
+
+
+class AnswerRefusedError(Exception):
+    """An answer the bot does not take: larger than allowed (`too_large`), or not arriving in time, or
+    unreadable (its worker is stopped: what follows on its pipe would not start where an answer starts)."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+def send_answer(pipe: Pipe, answer: Answer, max_bytes: int) -> None:
+    """Write the answer to the pipe; one larger than `max_bytes` is replaced by the failure to tell."""
+    data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) > max_bytes:
+        kind = "diagnosis" if isinstance(answer.value, DiagnosisResult) else "answer"
+        said = (
+            f"the {kind} came to {_size(len(data))}, more than the {_size(max_bytes)} a diagnosis worker may "
+            "send to the bot (NSSTUCK_WORKER_MAX_ANSWER_MB); nothing was recorded"
+        )
+        log.error("%s; its asker is told so", said)
+        data = pickle.dumps(Answer(None, Failure("PermanentError", said), answer.relayed))
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    fd = pipe.fileno()
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def receive_answer(pipe: Pipe, *, max_bytes: int, seconds: float) -> Answer | None:
+    """Read one answer from the pipe: None when its writer ended before the whole answer came (it
+    died). Raises AnswerRefusedError for an answer longer than `max_bytes`, or one not whole `seconds`
+    after this was called (call it once the pipe has something to read)."""
+    deadline = time.monotonic() + seconds
+    header = _read(pipe, _LENGTH.size, deadline)
+    if isinstance(header, int):
+        raise AnswerRefusedError(f"its answer stopped arriving before its length ({seconds:g}s)")
+    if not header:
+        return None
+    (length,) = _LENGTH.unpack(header)
+    if length > max_bytes:
+        raise AnswerRefusedError(
+            f"its answer would be {_size(length)}, more than the {_size(max_bytes)} allowed", too_large=True
+        )
+    data = _read(pipe, length, deadline)
+    if isinstance(data, int):
+        raise AnswerRefusedError(f"its answer stopped arriving: {_size(data)} of {_size(length)} came in {seconds:g}s")
+    if not data:
+        return None
+    try:
+        # written by our own worker process, as multiprocessing's own `recv` would unpickle it
+        answer = pickle.loads(data)  # noqa: S301
+    except Exception as e:
+        raise AnswerRefusedError(f"its answer could not be read ({type(e).__name__})") from None
+    if not isinstance(answer, Answer):
+        raise AnswerRefusedError(f"it sent a {type(answer).__name__} instead of an answer")
+    return answer
+
+
+def _read(pipe: Pipe, length: int, deadline: float) -> bytes | int:
+    """`length` bytes from the pipe by the deadline: b"" when it ends before them (its writer is gone),
+    how many had come when the deadline passed."""
+    chunks = bytearray()
+    fd = pipe.fileno()
+    while len(chunks) < length:
+        left = deadline - time.monotonic()
+        if left <= 0 or not wait([pipe], timeout=left):
+            return len(chunks)
+        chunk = os.read(fd, min(length - len(chunks), MIB))
+        if not chunk:
+            return b""
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _size(n: int) -> str:
+    return f"{n / MIB:.1f} MB" if n >= MIB / 10 else f"{n} bytes"
 
 
 def answer_job(job: Job, connections: ConnectionCache, setup: WorkerSetup) -> Answer:
