@@ -8,11 +8,12 @@ tracer of their thread removed and put back afterwards; the figures of the cover
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.fakes.tracing import untraced_here
 
 TESTS = Path(__file__).resolve().parent
 # the folders of tests that run no code of bot/
@@ -25,11 +26,7 @@ def runs_no_bot_code(path: Path) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    tracer = sys.gettrace()
-    if tracer is None or not runs_no_bot_code(Path(str(item.path))):
+    if not runs_no_bot_code(Path(str(item.path))):
         return (yield)
-    sys.settrace(None)
-    try:
+    with untraced_here():
         return (yield)
-    finally:
-        sys.settrace(tracer)

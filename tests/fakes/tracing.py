@@ -9,9 +9,10 @@ no figure of the coverage report, only what it costs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import ThreadingHTTPServer
 from typing import Any, ParamSpec, TypeVar
 
@@ -28,6 +29,21 @@ def untraced(target: Callable[P, R]) -> Callable[P, R]:
         return target(*args, **kwargs)
 
     return run
+
+
+@contextlib.contextmanager
+def untraced_here() -> Iterator[None]:
+    """No tracer in this thread for the block (emulator work run from a test's thread: its controllers'
+    rounds, a scenario's objects); the thread's tracer is put back after it."""
+    tracer = sys.gettrace()
+    if tracer is None:
+        yield
+        return
+    sys.settrace(None)
+    try:
+        yield
+    finally:
+        sys.settrace(tracer)
 
 
 class UntracedHTTPServer(ThreadingHTTPServer):

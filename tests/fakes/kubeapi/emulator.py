@@ -13,7 +13,7 @@ from typing import Any, Literal, Protocol
 
 import yaml
 
-from tests.fakes.tracing import untraced
+from tests.fakes.tracing import untraced, untraced_here
 
 from .apiserver import Cluster
 from .awsauth import EksAuthenticator
@@ -229,7 +229,7 @@ class Emulator:
 
     def settle(self, max_rounds: int = 50) -> int:
         """Run every controller, in registration order, in rounds until a round changes nothing."""
-        with self._settle_lock:
+        with untraced_here(), self._settle_lock:
             for rounds in range(1, max_rounds + 1):
                 changed = False
                 for ctrl in list(self.controllers):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from tests.fakes.tracing import untraced
+from tests.fakes.tracing import untraced, untraced_here
 
 from .controllers import controllers_of
 from .controllers._http import JSON, ApiError, KubeHTTP
@@ -2746,7 +2746,8 @@ def apply_scenario(emu: Any, name: str) -> Scenario:
         scenario = SCENARIOS[name]
     except KeyError:
         raise KeyError(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}") from None
-    _apply(emu, scenario)
+    with untraced_here():
+        _apply(emu, scenario)
     return scenario
 
 
