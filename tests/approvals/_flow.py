@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, text
-
 from bot.store import migrating
 from tests._migrated import migrated
+from tests._rows import rows
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
 from tests.fakes.slackapi import SlackEmulator
@@ -193,12 +192,7 @@ class Flow:
 
     # -- the database --------------------------------------------------------------------------
     def query(self, sql: str, **params: Any) -> list[JSON]:
-        engine = create_engine(self.database)
-        try:
-            with engine.connect() as connection:
-                return [dict(row._mapping) for row in connection.execute(text(sql), params)]
-        finally:
-            engine.dispose()
+        return rows(self.database, sql, **params)
 
     def latest_report(self) -> JSON:
         [row] = self.query(

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
-
 from tests._cli import run_nsstuck
 from tests._migrated import migrated
+from tests._rows import rows
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
@@ -34,12 +33,8 @@ def _setup(tmp_path: Path, kube: Emulator) -> dict[str, str]:
 
 
 def _count(database: str, table: str) -> int:
-    engine = create_engine(database)
-    try:
-        with engine.connect() as connection:
-            return int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
-    finally:
-        engine.dispose()
+    [row] = rows(database, f"SELECT count(*) AS n FROM {table}")
+    return int(row["n"])
 
 
 def test_a_dry_run_prints_the_digest_and_writes_nothing(kube_emulator: Emulator, tmp_path: Path) -> None:

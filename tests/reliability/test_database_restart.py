@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
 
+from tests._rows import rows
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
@@ -103,13 +103,7 @@ def test_the_bot_rides_out_a_database_restart(
         assert _healthy(bot.url)
         assert _readiness(bot.url) == (200, "ready\n")
 
-    engine = create_engine(url)
-    try:
-        with engine.connect() as db:
-            namespaces = db.execute(text("SELECT namespace FROM diagnoses")).scalars()
-            recorded = sorted(namespaces)
-    finally:
-        engine.dispose()
+    recorded = sorted(row["namespace"] for row in rows(url, "SELECT namespace FROM diagnoses"))
     assert recorded == ["after", "before", "during-1", "during-2"]
     assert "database is unavailable" in bot.log.read_text()
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
 
+from tests._rows import rows
 from tests.approvals._flow import remediation_bot
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -139,12 +139,7 @@ def _assert_once_and_in_order(slack: SlackEmulator, names: list[str]) -> int:
 
 
 def _rows(database: str, sql: str, **params: Any) -> list[JSON]:
-    engine = create_engine(database)
-    try:
-        with engine.connect() as connection:
-            return [dict(row._mapping) for row in connection.execute(text(sql), params)]
-    finally:
-        engine.dispose()
+    return rows(database, sql, **params)
 
 
 def _assert_recorded_once(database: str, names: list[str]) -> None:

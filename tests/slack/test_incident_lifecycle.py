@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from sqlalchemy import create_engine, text
-
+from tests._rows import rows
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
@@ -18,12 +17,8 @@ FAST = {"NSSTUCK_FOLLOW_UP_SECONDS": "1", "NSSTUCK_REPOST_SECONDS": "1"}
 
 
 def _incidents(tmp_path: Path) -> list[tuple[str, str | None]]:
-    engine = create_engine(f"sqlite:///{tmp_path / 'bot.db'}")
-    try:
-        with engine.connect() as connection:
-            return [(r[0], r[1]) for r in connection.execute(text("SELECT status, resolved_at FROM incidents"))]
-    finally:
-        engine.dispose()
+    found = rows(f"sqlite:///{tmp_path / 'bot.db'}", "SELECT status, resolved_at FROM incidents")
+    return [(r["status"], r["resolved_at"]) for r in found]
 
 
 def test_a_resolved_namespace_is_announced_once_in_its_thread(

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import create_engine, text
 
 from tests._migrated import migrated
+from tests._rows import rows
 from tests.diagnosis.test_diagnose_cli import _namespace
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -58,12 +58,7 @@ class Store:
     url: str
 
     def rows(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        engine = create_engine(self.url)
-        try:
-            with engine.connect() as connection:
-                return [dict(r._mapping) for r in connection.execute(text(query), params)]
-        finally:
-            engine.dispose()
+        return rows(self.url, query, **params)
 
     def rounds(self) -> list[dict[str, Any]]:
         return self.rows("SELECT * FROM watch_rounds ORDER BY round_start")
