@@ -101,6 +101,16 @@ def test_case(path: Path, kube_emulator: Emulator, kubeconfig_path: Path) -> Non
 THRESHOLD = 0.95
 
 
+# Issue 37 ("measure first"): 15 real cases of live controllers that cannot finish, admission denials,
+# kubelet hangs and controllers found through Helm/OLM were added before the rules that diagnose them
+# (tests/corpus/README.md, "Issue 37: score before the rules change"); today's rules get 8 of them wrong, which
+# puts the whole corpus under 95%. Strict: once those rules bring the corpus back over the thresholds this
+# test passes, xpass fails the run, and this marker must go.
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 37: cases measured before the rules change (tests/corpus/README.md)",
+    raises=AssertionError,
+)
 def test_the_whole_corpus_meets_the_thresholds() -> None:
     """Over every case (it runs after them; a run narrowed with -k, or one where a case failed to
     diagnose, is not judged here)."""

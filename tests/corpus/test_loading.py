@@ -153,3 +153,46 @@ def test_force_finalize_first_is_forbidden_where_a_webhook_is_the_cause_or_evide
     ns_finding = Finding(cause=Cause.NAMESPACE_FINALIZER, blocking=True, summary="n", remedies=(_FORCE,))
     assert not score(namespace_case, _diagnosis(ns_finding)).force_forbidden
     assert score(namespace_case, _diagnosis(ns_finding, complete=False)).force_forbidden
+
+
+def test_a_case_may_expect_a_cause_of_issue_37_that_no_rule_produces_yet(tmp_path: Path) -> None:
+    for cause in ("cleanup_failing", "pod_not_terminating"):
+        case = load_case(_case(tmp_path, expected={"cause": cause, "blocking": [{"kind": "Namespace", "name": "x"}]}))
+        assert case.cause == cause
+
+
+_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "operator-0", "namespace": "team"},
+    "spec": {"nodeName": "node-1", "containers": [{"name": "manager", "image": "operator"}]},
+}
+
+
+def test_a_case_log_is_served_by_the_emulator_as_posted(tmp_path: Path, kube_emulator: Emulator) -> None:
+    logs = [
+        {
+            "namespace": "team",
+            "pod": "operator-0",
+            "lines": [["2024-01-01T10:30:00Z", "cleanup failed: 401"], ["2024-01-01T10:40:00Z", "retrying"]],
+        }
+    ]
+    case = load_case(_case(tmp_path, cluster=[_NAMESPACE, _POD], logs=logs))
+    load(kube_emulator, case)
+    http = KubeHTTP(kube_emulator.url, kube_emulator.admin_token)
+    try:
+        status, _, body = http.raw(
+            "GET", "/api/v1/namespaces/team/pods/operator-0/log", query={"timestamps": "true", "tailLines": "1"}
+        )
+    finally:
+        http.close_all()
+    assert (status, body) == (200, b"2024-01-01T10:40:00Z retrying\n")
+
+
+def test_a_log_of_a_pod_the_case_does_not_hold_is_refused(tmp_path: Path) -> None:
+    logs = [{"namespace": "team", "pod": "ghost", "lines": [["2024-01-01T10:30:00Z", "x"]]}]
+    with pytest.raises(CaseError, match="logs name pod team/ghost"):
+        load_case(_case(tmp_path, cluster=[_NAMESPACE, _POD], logs=logs))
+    empty = [{"namespace": "team", "pod": "operator-0", "lines": []}]
+    with pytest.raises(CaseError, match="hold no line"):
+        load_case(_case(tmp_path, cluster=[_NAMESPACE, _POD], logs=empty))

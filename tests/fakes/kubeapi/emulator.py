@@ -20,6 +20,7 @@ from .awsauth import EksAuthenticator
 from .clock import Clock, FakeClock, RealClock
 from .journal import Journal
 from .knobs import Knobs
+from .podlogs import PodLogs
 from .server import Server, make_server, serve_in_thread
 from .tls import issue_client_certificate, server_context, serving_cert
 
@@ -59,6 +60,8 @@ class Emulator:
         # APIService as "stale GroupVersion discovery"); off by default: legacy documents only
         self.options.setdefault("aggregated_discovery", False)
         self.knobs = Knobs()
+        # container log lines served by GET .../pods/NAME/log (podlogs.py)
+        self.pod_logs = PodLogs()
         self.host = host
         self.port = port
         self.admin_identity = ADMIN_IDENTITY

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.fakes.tracing import UntracedHTTPServer, untraced
 
-from . import discovery, events_v1, openapi, protobuf, rbac, tables
+from . import discovery, events_v1, openapi, podlogs, protobuf, rbac, tables
 from .apiserver import Ctx, DeleteOptions, Result
 from .errors import (
     ApiError,
@@ -687,8 +687,11 @@ class Handler(BaseHTTPRequestHandler):
         if verb == "get":
             assert rr.name is not None
             if rr.sub == "log":
-                cluster.get(rt, ns, rr.name)
-                self._send(200, b"", "text/plain")
+                pod = json.loads(cluster.get(rt, ns, rr.name).body)
+                container = podlogs.container_of(pod, req.query)
+                lines = self.emu.pod_logs.lines(ns, rr.name, container)
+                body = podlogs.render(lines, req.query, self.emu.clock.now(), rr.name)
+                self._send(200, body, "text/plain")
                 return
             res = cluster.get(rt, ns, rr.name)
             self._reply(req, rt, res)
