@@ -103,18 +103,17 @@ THRESHOLD = 0.95
 
 # Issue 37 ("measure first"): 15 real cases of live controllers that cannot finish, admission denials,
 # kubelet hangs and controllers found through Helm/OLM were added before the rules that diagnose them
-# (tests/corpus/README.md, "Issue 37: score before the rules change"); today's rules get 8 of them wrong, which
-# puts the whole corpus under 95%. Strict: once those rules bring the corpus back over the thresholds this
-# test passes, xpass fails the run, and this marker must go.
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 37: cases measured before the rules change (tests/corpus/README.md)",
-    raises=AssertionError,
-)
+# (tests/corpus/README.md, "Issue 37: score before the rules change"). Until those rules land they are scored,
+# printed and held to baseline.json like every case, but the thresholds below judge the cases before them,
+# every one of which stays judged; issue 37 is done when this set is empty.
+AWAITING_ISSUE_37 = frozenset(f"{n:03d}" for n in range(45, 60))
+
+
 def test_the_whole_corpus_meets_the_thresholds() -> None:
-    """Over every case (it runs after them; a run narrowed with -k, or one where a case failed to
-    diagnose, is not judged here)."""
-    cases = [path.stem for path in all_cases()]
+    """Over every case but those awaiting issue 37's rules (it runs after them; a run narrowed with -k, or
+    one where a case failed to diagnose, is not judged here)."""
+    cases = [path.stem for path in all_cases() if path.stem[:3] not in AWAITING_ISSUE_37]
+    assert len(cases) >= 44, "only the cases added for issue 37 may wait for its rules"
     if any(case not in _SCORES for case in cases):
         pytest.skip("not every case of the corpus ran in this session")
     scores = [_SCORES[case] for case in cases]
@@ -124,7 +123,8 @@ def test_the_whole_corpus_meets_the_thresholds() -> None:
     missed = [s.case for s in scores if not s.cause_ok]
     assert causes >= THRESHOLD * n, f"right cause first in {causes}/{n}; missed: {', '.join(missed)}"
     assert objects >= THRESHOLD * n, f"blocking objects named in {objects}/{n}"
-    assert not [s.case for s in scores if s.force_first and s.force_forbidden]
+    every = [_SCORES[path.stem] for path in all_cases() if path.stem in _SCORES]
+    assert not [s.case for s in every if s.force_first and s.force_forbidden]
 
 
 def test_the_corpus_has_thirty_cases_with_sources() -> None:
