@@ -91,7 +91,10 @@ class ActionListener:
                 thread_ts=thread,
                 standing=lambda: self.people.standing(user),
             )
-        except (UserError, UnknownClusterError) as e:
+        except UnknownClusterError as e:  # its own words list every registered cluster: not for a channel
+            self._tell(body, f"Cluster `{e.name}` is no longer registered; nothing can be changed there.")
+            return
+        except UserError as e:
             self._tell(body, str(e))
             return
         if not filed.created:
