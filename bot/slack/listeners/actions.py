@@ -140,7 +140,12 @@ class ActionListener:
                 return
             eligible = frozenset()
         vote = self.remediation.decide(
-            request_id, user=user, approve=approve, approvers=eligible, standing=lambda: self.people.standing(user)
+            request_id,
+            user=user,
+            approve=approve,
+            approvers=eligible,
+            standing=lambda: self.people.standing(user),
+            standing_of=self.people.standing,  # the earlier approvers, asked again when the quorum is judged
         )
         if vote.kind in (VoteKind.REFUSED, VoteKind.DUPLICATE, VoteKind.CLOSED, VoteKind.UNKNOWN, VoteKind.EXPIRED):
             self._tell(body, vote.message)
