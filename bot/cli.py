@@ -307,6 +307,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         serve(
             door,
             port=settings.http_port,
+            metrics_port=settings.metrics_port,
             app_token=app_token,
             ping_interval=settings.socket_ping_seconds,
             stale_after=settings.socket_stale_seconds,
@@ -940,7 +941,7 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
         "serve",
         help="run the Slack bot, the scheduler and the health endpoints",
         description="Run the Slack bot (Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on "
-        "NSSTUCK_HTTP_PORT), the scheduler, and /healthz, /readyz, /metrics.",
+        "NSSTUCK_HTTP_PORT), the scheduler, /healthz and /readyz, and /metrics on NSSTUCK_METRICS_PORT.",
     )
     serve.set_defaults(handler=cmd_serve)
 

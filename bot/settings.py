@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -772,6 +773,8 @@ class Settings(BaseModel):
     )
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="NSSTUCK_SLACK_API_URL")
     http_port: int = Field(default=3000, ge=1, le=65535, validation_alias="NSSTUCK_HTTP_PORT")
+    # GET /metrics, on a port of its own: Prometheus scrapes it, the Slack ingress never routes to it
+    metrics_port: int = Field(default=9090, ge=1, le=65535, validation_alias="NSSTUCK_METRICS_PORT")
     # seconds between two posts to one channel (Slack allows about one per second)
     slack_post_interval: float = Field(default=1.0, gt=0, le=60, validation_alias="NSSTUCK_SLACK_POST_INTERVAL")
     # seconds the bot waits for Slack's Web API to answer a call
@@ -859,6 +862,13 @@ class Settings(BaseModel):
             raise ValueError("expected a SQLAlchemy URL such as sqlite:///nsstuck.db or postgresql+psycopg://…")
         return value
 
+    @field_validator("metrics_port")
+    @classmethod
+    def _metrics_apart(cls, value: int, info: ValidationInfo) -> int:
+        if value == info.data.get("http_port"):  # (validated before: declared before)
+            raise ValueError("must differ from NSSTUCK_HTTP_PORT (/metrics has a port of its own)")
+        return value
+
     @model_validator(mode="after")
     def _stale_after_pings(self) -> Settings:
         if self.socket_stale_seconds <= self.socket_ping_seconds:
@@ -897,6 +907,9 @@ def settings_problems(environ: Mapping[str, str] | None = None) -> tuple[Setting
         problems = []
         for error in e.errors():
             variable = str(error["loc"][0]) if error["loc"] else "environment"
+            # a default that does not fit another variable is named by its field: name its variable
+            alias = fields[variable].validation_alias if variable in fields else None
+            variable = alias if isinstance(alias, str) else variable
             # never echo the value: it may be a secret
             message = str(error["msg"]).removeprefix("Value error, ")
             problems.append(ConfigError("environment", variable, message))

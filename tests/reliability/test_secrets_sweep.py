@@ -767,6 +767,7 @@ def _drive_the_bot(bot: Running, slack: SlackEmulator, world: World, database: s
     driver = bot.driver
     for path in ("/healthz", "/readyz", "/metrics", "/slack/events", "/nothing-here"):
         _http_get(surfaces, bot.url + path)
+    _http_get(surfaces, bot.metrics_url)  # /metrics has a port of its own (issue 36)
     for signing in ("forged", "stale", "future", "unsigned", "tampered"):
         refused = driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL, signing=signing)
         assert _delivery(surfaces, f"a {signing} request", refused).status == 401, signing
