@@ -350,10 +350,8 @@ def serve(
         return problems
 
     settings = bot.settings
-    connections: dict[int, Any] = {}  # one asyncore map: server.run() serves both ports
     server = create_server(
         Web(bot, ready=ready, socket_mode=handler is not None, alive=alive),
-        map=connections,
         host=host,
         port=port,
         threads=settings.http_threads,
@@ -365,17 +363,12 @@ def serve(
         connection_limit=settings.http_connection_limit,
     )
     server.channel_class = _RefusingChannel
-    # /metrics alone, on its own port (a scrape every few seconds: two threads, small requests only)
-    metrics_server = create_server(
-        MetricsWeb(bot),
-        map=connections,
-        host=host,
-        port=metrics_port,
-        threads=2,
-        max_request_body_size=1024,
-        channel_timeout=max(1, int(settings.http_idle_seconds)),
-        connection_limit=20,
-    )
+    metrics_stop = threading.Event()
+    try:
+        metrics_thread = _serve_metrics(bot, host=host, port=metrics_port, stop=metrics_stop)
+    except BaseException:  # its port in use: the Slack port is not left open behind the error
+        server.close()
+        raise
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -389,7 +382,7 @@ def serve(
         server.effective_port,
         "socket" if handler else "HTTP",
         server.adj.threads,
-        metrics_server.effective_port,
+        metrics_port,
     )
     if current_format() == "text":  # in JSON, every line of the output is a log record: the one above
         print(
@@ -401,10 +394,42 @@ def serve(
     except KeyboardInterrupt:
         pass
     finally:
-        server.close()  # the listening sockets
-        metrics_server.close()
-        metrics_server.task_dispatcher.shutdown()  # server.run() stopped only its own threads
+        server.close()  # the listening socket
+        metrics_stop.set()
         wasyncore.close_all(server._map)  # and the connections still open (a client's keep-alive)
         if handler is not None:
             handler.close()
+        metrics_thread.join(timeout=5)
         bot.close()
+
+
+def _serve_metrics(bot: SlackDoor, *, host: str, port: int, stop: threading.Event) -> threading.Thread:
+    """GET /metrics on its own port, served by a waitress server of its own (its own connection map,
+    so that neither port's connections count against the other's limit) on a thread that stops, and
+    closes every connection, within half a second of `stop`. Binds before it returns (a port in use
+    fails the start)."""
+    connections: dict[int, Any] = {}
+    server = create_server(
+        MetricsWeb(bot),
+        map=connections,
+        host=host,
+        port=port,
+        threads=2,  # a scrape every few seconds
+        max_request_body_size=1024,
+        channel_timeout=30,
+        cleanup_interval=15,
+        connection_limit=20,
+    )
+
+    def run() -> None:
+        try:
+            while not stop.is_set():
+                wasyncore.loop(timeout=0.5, map=connections, use_poll=server.adj.asyncore_use_poll, count=1)
+        finally:
+            server.close()
+            wasyncore.close_all(connections)
+            server.task_dispatcher.shutdown()
+
+    thread = threading.Thread(target=run, name="nsstuck-metrics", daemon=True)
+    thread.start()
+    return thread
