@@ -26,6 +26,10 @@ from bot.store.database import Database, UnitOfWork
 from bot.store.records import RequestRecord
 
 TERMINAL = tuple(status for status in RequestStatus if not status.open)
+DROPPED_AGAIN = (
+    "Your earlier approval of this request no longer counted (see its thread), and one person votes once "
+    "on a request: ask for the change again to approve it anew."
+)
 
 
 @dataclass(frozen=True)
@@ -302,6 +306,8 @@ def decide(
             entry = audit(uow, view, "rejected", actor=user)
             return Vote(VoteKind.REJECTED, view, entry=entry)
         if not uow.requests.add_vote(request_id, user, "approve", now):
+            if user in uow.audit.dropped_votes(request_id):
+                return Vote(VoteKind.DUPLICATE, view, DROPPED_AGAIN)
             return Vote(VoteKind.DUPLICATE, view, "You have decided on this request already.")
         view = _reload(uow, request_id)
         dropped: list[Dropped] = []

@@ -13,6 +13,7 @@ Through the running bot, against the Slack and Kubernetes emulators, on SQLite a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,9 @@ def _filed(flow: Flow) -> int:
     return flow.requested("seed002-configmap-finalizer", "remove_finalizer")
 
 
-def _dropped_then_completed(flow: Flow, slack: SlackEmulator, kube: Emulator, request_id: int, why: str) -> None:
+def _dropped_then_completed(
+    flow: Flow, slack: SlackEmulator, kube: Emulator, request_id: int, *, why: str, restore: Callable[[], None]
+) -> None:
     """Bob's approval would make two, but carol's no longer counts: the request waits; dave completes it."""
     assert flow.vote(request_id, BOB).status == 200
     seq, _ = flow.quoted_entry(f"the approval of <@{CAROL}> no longer counts: {why}", request_id, "vote_dropped")
@@ -56,6 +59,11 @@ def _dropped_then_completed(flow: Flow, slack: SlackEmulator, kube: Emulator, re
         timeout=10,
         message="the request message still counts the dropped vote",
     )
+    # carol qualifies again and clicks again: her vote stays set aside, and she is told so
+    restore()
+    assert flow.vote(request_id, CAROL).status == 200
+    assert "ask for the change again" in flow.ephemeral(CAROL, "no longer counted")
+    assert flow.request_row(request_id)["status"] == "pending"
     # a second approval that qualifies completes it
     slack.add_user(DAVE, "dave")
     slack.channel(OPS_CHANNEL).members.append(DAVE)
@@ -77,9 +85,15 @@ def test_an_approver_removed_from_the_group_after_voting_no_longer_counts(
         request_id = _filed(flow)
         assert flow.vote(request_id, CAROL).status == 200
         slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
-        slack_emulator.state.usergroups[APPROVERS].users.remove(CAROL)
+        group = slack_emulator.state.usergroups[APPROVERS].users
+        group.remove(CAROL)
         _dropped_then_completed(
-            flow, slack_emulator, kube_emulator, request_id, "they are no longer an approver for this cluster"
+            flow,
+            slack_emulator,
+            kube_emulator,
+            request_id,
+            why="they are no longer an approver for this cluster",
+            restore=lambda: group.append(CAROL),
         )
 
 
@@ -90,8 +104,15 @@ def test_an_approver_who_became_a_guest_after_voting_no_longer_counts(
         request_id = _filed(flow)
         assert flow.vote(request_id, CAROL).status == 200
         slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
-        slack_emulator.state.users[CAROL].is_restricted = True  # made a multi-channel guest
-        _dropped_then_completed(flow, slack_emulator, kube_emulator, request_id, "they are a guest now")
+        carol = slack_emulator.state.users[CAROL]
+        carol.is_restricted = True  # made a multi-channel guest
+
+        def member_again() -> None:
+            carol.is_restricted = False
+
+        _dropped_then_completed(
+            flow, slack_emulator, kube_emulator, request_id, why="they are a guest now", restore=member_again
+        )
 
 
 def test_when_slack_cannot_say_who_an_earlier_approver_is_the_quorum_waits(
