@@ -344,7 +344,8 @@ class World:
             lines.append(f"  - name: {cluster.name}")
             lines.append(f"    kubeconfig: {cluster.kubeconfig.relative_to(self.root)}")
             if cluster.name == "prod-eu":  # the remediation flow's cluster (tests/approvals/_flow.py)
-                lines.append(f"    channels: [{OPS_CHANNEL}]")
+                # and the digest's channel: a digest covers only the clusters its channel may use (issue 36)
+                lines.append(f"    channels: [{OPS_CHANNEL}, {DIGEST_CHANNEL}]")
                 lines.append(f"    approvers: [{APPROVERS}]")
         if digest:
             lines += ["digests:", f"  - channel: {DIGEST_CHANNEL}", "    schedule: '0 9 * * *'", "    stuck_after: 1m"]
