@@ -42,7 +42,8 @@ LABEL org.opencontainers.image.title="nsstuck" \
 ENV PATH=/opt/nsstuck/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    NSSTUCK_HTTP_PORT=3000
+    NSSTUCK_HTTP_PORT=3000 \
+    NSSTUCK_METRICS_PORT=9090
 # no installer left in the image either: the base image's own pip goes
 RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
  && groupadd --system --gid 10001 nsstuck \
@@ -54,7 +55,8 @@ COPY --from=build /opt/aws /opt/aws
 USER 10001:10001
 # the default SQLite database (sqlite:///nsstuck.db) lands here
 WORKDIR /var/lib/nsstuck
-EXPOSE 3000
+# 3000: Slack's events, /healthz, /readyz; 9090: /metrics alone
+EXPOSE 3000 9090
 # no curl in a slim image: Python asks /healthz on the port nsstuck serves
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('NSSTUCK_HTTP_PORT', '3000'), timeout=4)"]

@@ -103,7 +103,7 @@ def posted(slack: SlackEmulator, namespace: str) -> bool | None:
 
 
 def metric(bot: Running, name: str) -> float:
-    with urllib.request.urlopen(bot.url + "/metrics", timeout=5) as response:
+    with urllib.request.urlopen(bot.metrics_url, timeout=5) as response:
         text = response.read().decode()
     found = re.search(rf"^{re.escape(name)} ([0-9.e+]+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0

@@ -86,7 +86,7 @@ class Context:
 
 def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
     """Every problem of the environment and the config file at once, each on its own line."""
-    from bot.settings import DEFAULT_CONFIG_PATH, config_problems, settings_problems
+    from bot.settings import DEFAULT_CONFIG_PATH, config_problems, config_warnings, settings_problems
     from bot.store.database import redact_url  # the store is only needed by this branch
 
     settings, problems = settings_problems()
@@ -98,10 +98,13 @@ def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
     exists = path.exists()
     config, file_problems = config_problems(path, required=not default)
     problems += file_problems
+    # valid, but probably not meant (a digest showing a cluster its channel may not use): said, exit 0
+    warnings = config_warnings(path, config) if config is not None and exists else []
     data: dict[str, Any] = {
         "schema": "nsstuck.config-check/v1",
         "valid": not problems,
         "problems": [str(p) for p in problems],
+        "warnings": [str(w) for w in warnings],
         "config": {"path": str(path), "exists": exists, "default": default},
     }
     lines: list[str] = []
@@ -119,9 +122,17 @@ def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
         lines.append(f"clusters: {', '.join(config.cluster_names) if config.clusters else 'none'}")
         data["digests"] = []
         for digest in config.digests:
-            scope = ", ".join(digest.clusters) if digest.clusters else "all clusters"
+            covered = config.digest_clusters(digest)
+            scope = ", ".join(covered) if covered else "no cluster"
+            if not digest.clusters:
+                scope += ": those its channel may use"
             data["digests"].append(
-                {"channel": digest.channel, "schedule": digest.schedule, "clusters": list(digest.clusters)}
+                {
+                    "channel": digest.channel,
+                    "schedule": digest.schedule,
+                    "clusters": list(digest.clusters),
+                    "covers": list(covered),
+                }
             )
             lines.append(f"digest: {digest.channel} at '{digest.schedule}' {digest.timezone} ({scope})")
     if settings is not None:
@@ -133,6 +144,8 @@ def cmd_config_check(args: argparse.Namespace, ctx: Context) -> int:
             ctx.print(line)
         for problem in problems:
             print(f"nsstuck: config error: {problem}", file=ctx.err)
+        for warning in warnings:
+            print(f"nsstuck: config warning: {warning}", file=ctx.err)
     return 2 if problems else 0
 
 
@@ -297,6 +310,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         serve(
             door,
             port=settings.http_port,
+            metrics_port=settings.metrics_port,
             app_token=app_token,
             ping_interval=settings.socket_ping_seconds,
             stale_after=settings.socket_stale_seconds,
@@ -930,7 +944,7 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
         "serve",
         help="run the Slack bot, the scheduler and the health endpoints",
         description="Run the Slack bot (Socket Mode when SLACK_APP_TOKEN is set, otherwise HTTP on "
-        "NSSTUCK_HTTP_PORT), the scheduler, and /healthz, /readyz, /metrics.",
+        "NSSTUCK_HTTP_PORT), the scheduler, /healthz and /readyz, and /metrics on NSSTUCK_METRICS_PORT.",
     )
     serve.set_defaults(handler=cmd_serve)
 

@@ -25,6 +25,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -428,6 +429,36 @@ class AppConfig(_Strict):
         """The names of the clusters that may be used from `channel`."""
         return tuple(c.name for c in self.clusters if c.allows(channel))
 
+    def digest_clusters(self, digest: DigestConfig) -> tuple[str, ...]:
+        """The clusters a digest covers: those it names, else those its channel may use (never the
+        clusters kept to other channels)."""
+        return digest.clusters or self.clusters_in(digest.channel)
+
+    def digest_warnings(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """(key path, what) for each digest that shows a cluster its channel may not use, and each
+        digest that covers no cluster at all. Valid, but probably not what was meant."""
+        found: list[tuple[tuple[str | int, ...], str]] = []
+        for d_index, digest in enumerate(self.digests):
+            for c_index, name in enumerate(digest.clusters):
+                cluster = self.cluster(name)
+                if cluster is not None and not cluster.allows(digest.channel):
+                    found.append(
+                        (
+                            ("digests", d_index, "clusters", c_index),
+                            f"cluster {_shown(name)} may not be used from the digest's channel "
+                            f"{digest.channel} (not in its channels:), but this digest posts its stuck "
+                            "namespaces there",
+                        )
+                    )
+            if not self.digest_clusters(digest):
+                found.append(
+                    (
+                        ("digests", d_index),
+                        f"no registered cluster may be used from {digest.channel}, so this digest covers none",
+                    )
+                )
+        return found
+
     def clusters_seen_by(self, is_member: Callable[[str], bool], among: Iterable[str] | None = None) -> frozenset[str]:
         """The names of the clusters (of `among`, default all) a person may see outside any channel (the
         App Home): those with no channel list, and those with a channel `is_member` says they are in.
@@ -542,6 +573,24 @@ def config_problems(path: Path, *, required: bool = True) -> tuple[AppConfig | N
         return None, problems
     problems = _kubeconfig_problems(config, source, tree, config_path=path)
     return (None, problems) if problems else (config, [])
+
+
+def config_warnings(path: Path, config: AppConfig) -> list[ConfigError]:
+    """What is valid in the config file but probably not meant (`AppConfig.digest_warnings`), each
+    with its key and line like a problem."""
+    found = config.digest_warnings()
+    if not found:
+        return []
+    try:
+        tree: yaml.Node | None = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # read and parsed a moment ago; the lines are a nicety
+        tree = None
+    warnings = []
+    for loc, message in found:
+        key = format_loc(loc)
+        line = _line_of(tree, loc)
+        warnings.append(ConfigError(str(path), f"{key} (line {line})" if line else key, message))
+    return warnings
 
 
 def _parse(text: str, source: str) -> tuple[yaml.Node | None, Mapping[str, Any]]:
@@ -724,6 +773,8 @@ class Settings(BaseModel):
     )
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="NSSTUCK_SLACK_API_URL")
     http_port: int = Field(default=3000, ge=1, le=65535, validation_alias="NSSTUCK_HTTP_PORT")
+    # GET /metrics, on a port of its own: Prometheus scrapes it, the Slack ingress never routes to it
+    metrics_port: int = Field(default=9090, ge=1, le=65535, validation_alias="NSSTUCK_METRICS_PORT")
     # seconds between two posts to one channel (Slack allows about one per second)
     slack_post_interval: float = Field(default=1.0, gt=0, le=60, validation_alias="NSSTUCK_SLACK_POST_INTERVAL")
     # seconds the bot waits for Slack's Web API to answer a call
@@ -815,6 +866,13 @@ class Settings(BaseModel):
             raise ValueError("expected a SQLAlchemy URL such as sqlite:///nsstuck.db or postgresql+psycopg://…")
         return value
 
+    @field_validator("metrics_port")
+    @classmethod
+    def _metrics_apart(cls, value: int, info: ValidationInfo) -> int:
+        if value == info.data.get("http_port"):  # (validated before: declared before)
+            raise ValueError("must differ from NSSTUCK_HTTP_PORT (/metrics has a port of its own)")
+        return value
+
     @model_validator(mode="after")
     def _stale_after_pings(self) -> Settings:
         if self.socket_stale_seconds <= self.socket_ping_seconds:
@@ -853,6 +911,9 @@ def settings_problems(environ: Mapping[str, str] | None = None) -> tuple[Setting
         problems = []
         for error in e.errors():
             variable = str(error["loc"][0]) if error["loc"] else "environment"
+            # a default that does not fit another variable is named by its field: name its variable
+            alias = fields[variable].validation_alias if variable in fields else None
+            variable = alias if isinstance(alias, str) else variable
             # never echo the value: it may be a secret
             message = str(error["msg"]).removeprefix("Value error, ")
             problems.append(ConfigError("environment", variable, message))

@@ -84,6 +84,16 @@ def cannot_approve(user: str, *, requester: str, approvers: frozenset[str]) -> s
     return None
 
 
+def vote_lapsed(voter: str, *, requester: str, approvers: frozenset[str]) -> str | None:
+    """Why an approval given earlier no longer counts now, by what nsstuck knows without asking Slack
+    (the approvers as read for this decision), or None."""
+    if voter == requester:
+        return "they asked for this change"
+    if voter not in approvers:
+        return "they are no longer an approver for this cluster"
+    return None
+
+
 def cannot_reject(user: str, *, requester: str, approvers: frozenset[str]) -> str | None:
     """Approvers may reject; the requester may withdraw their own request."""
     if user == requester or user in approvers:

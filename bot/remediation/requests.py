@@ -9,7 +9,7 @@ sees its update change the row, and only that one gets an execution id to run wi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -26,6 +26,10 @@ from bot.store.database import Database, UnitOfWork
 from bot.store.records import RequestRecord
 
 TERMINAL = tuple(status for status in RequestStatus if not status.open)
+DROPPED_AGAIN = (
+    "Your earlier approval of this request no longer counted (see its thread), and one person votes once "
+    "on a request: ask for the change again to approve it anew."
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,16 @@ class RequestView:
         return self.approvals[-1] if self.approvals else SYSTEM_ACTOR
 
 
+def counted_approvals(uow: UnitOfWork, request_id: int) -> tuple[str, ...]:
+    """Who approved, in order, less those whose approval was dropped from the count (`vote_dropped`):
+    a vote is never deleted (the runtime role may only insert them), the audit entry sets it aside."""
+    voters = uow.requests.approvers(request_id)
+    if not voters:
+        return ()
+    dropped = uow.audit.dropped_votes(request_id)
+    return tuple(voter for voter in voters if voter not in dropped)
+
+
 def view_of(uow: UnitOfWork, request: RequestRecord) -> RequestView:
     return RequestView(
         id=request.id,
@@ -74,7 +88,7 @@ def view_of(uow: UnitOfWork, request: RequestRecord) -> RequestView:
         requested_at=request.requested_at,
         expires_at=request.expires_at,
         required_approvals=request.required_approvals,
-        approvals=tuple(uow.requests.approvers(request.id)),
+        approvals=counted_approvals(uow, request.id),
         status=RequestStatus(request.status),
         status_reason=request.status_reason,
         channel=request.channel,
@@ -216,12 +230,22 @@ class VoteKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """An earlier approval that no longer counted when this vote reached the quorum."""
+
+    voter: str
+    reason: str
+    entry: Appended  # its `vote_dropped` audit entry
+
+
+@dataclass(frozen=True)
 class Vote:
     kind: VoteKind
     view: RequestView | None
     message: str = ""
     execution_id: str | None = None
     entry: Appended | None = None  # the audit entry this vote wrote (a rejection's, to quote in the thread)
+    dropped: tuple[Dropped, ...] = ()  # earlier approvals set aside by this vote's judgement of the quorum
 
 
 def decide(
@@ -234,9 +258,16 @@ def decide(
     now: datetime,
     execution_timeout: timedelta,
     outsider: str | None = None,
+    lapsed: Mapping[str, str] | None = None,
 ) -> Vote:
     """One click on Approve or Reject, decided in one transaction. `outsider`: why this person may not
-    approve whoever they are (`policy.outsider_refusal`), refused and recorded like any other refusal."""
+    decide whoever they are (`policy.outsider_refusal`), refused and recorded like any other refusal.
+
+    When the approvals reach the quorum, every earlier approval is judged again before it counts: by
+    `approvers` (read for this decision) and the requester (`policy.vote_lapsed`), and by `lapsed`,
+    what the caller found out about the earlier voters just now (a guest now, say). One that no longer
+    qualifies is dropped from the count with a `vote_dropped` entry saying whose and why; below the
+    quorum then, the request stays pending and nothing is changed."""
     with db.unit_of_work() as uow:
         request = uow.requests.get(request_id)
         if request is None:
@@ -255,7 +286,7 @@ def decide(
         if approve:
             refusal = outsider or policy.cannot_approve(user, requester=view.requested_by, approvers=approvers)
         else:
-            refusal = policy.cannot_reject(user, requester=view.requested_by, approvers=approvers)
+            refusal = outsider or policy.cannot_reject(user, requester=view.requested_by, approvers=approvers)
         if refusal:
             audit(uow, view, "refused", actor=user, decision=decision, reason=refusal)
             return Vote(VoteKind.REFUSED, view, refusal)
@@ -275,12 +306,23 @@ def decide(
             entry = audit(uow, view, "rejected", actor=user)
             return Vote(VoteKind.REJECTED, view, entry=entry)
         if not uow.requests.add_vote(request_id, user, "approve", now):
+            if user in uow.audit.dropped_votes(request_id):
+                return Vote(VoteKind.DUPLICATE, view, DROPPED_AGAIN)
             return Vote(VoteKind.DUPLICATE, view, "You have decided on this request already.")
-        approvals = uow.requests.count_approvals(request_id)
+        view = _reload(uow, request_id)
+        dropped: list[Dropped] = []
+        if len(view.approvals) >= view.required_approvals:  # the quorum, if every vote still counts
+            for voter in view.approvals:
+                reason = None if voter == user else _lapsed(voter, view, approvers, lapsed or {})
+                if reason:
+                    entry = audit(uow, view, "vote_dropped", actor=SYSTEM_ACTOR, voter=voter, reason=reason)
+                    dropped.append(Dropped(voter, reason, entry))
+            if dropped:
+                view = _reload(uow, request_id)
+        approvals = len(view.approvals)
         if approvals < view.required_approvals:
-            view = _reload(uow, request_id)
             audit(uow, view, "approved", actor=user, approvals=approvals, required=view.required_approvals)
-            return Vote(VoteKind.APPROVED, view)
+            return Vote(VoteKind.APPROVED, view, dropped=tuple(dropped))
         execution_id = str(uuid.uuid4())
         moved = uow.requests.move(
             request_id,
@@ -303,7 +345,11 @@ def decide(
             approved_by=list(view.approvals),
             execution_id=execution_id,
         )
-        return Vote(VoteKind.EXECUTE, view, execution_id=execution_id)
+        return Vote(VoteKind.EXECUTE, view, execution_id=execution_id, dropped=tuple(dropped))
+
+
+def _lapsed(voter: str, view: RequestView, approvers: frozenset[str], found: Mapping[str, str]) -> str | None:
+    return policy.vote_lapsed(voter, requester=view.requested_by, approvers=approvers) or found.get(voter)
 
 
 def _reload(uow: UnitOfWork, request_id: int) -> RequestView:

@@ -231,7 +231,8 @@ class Digest:
 
 
 def _targets(config: AppConfig, clusters: ClusterRegistry, digest: DigestConfig) -> list[ClusterTarget]:
-    names = digest.clusters or tuple(c.name for c in config.clusters)
+    # a digest that names no cluster covers those its channel may use, never those kept to other channels
+    names = config.digest_clusters(digest)
     return [clusters.target(ClusterName(name)) for name in names]  # names the config file validated
 
 
@@ -469,6 +470,8 @@ def run_now(
         if not config.clusters:
             raise UserError("no cluster is registered (clusters: in the config file)")
         digest = DigestConfig(channel=channel, schedule="0 9 * * *", name=f"{channel} manual")
+        if not config.digest_clusters(digest):
+            raise UserError(f"no registered cluster may be used from {channel} (each cluster's channels:)")
     if poster is None:
         return compose(db, config, clusters, digest, now=now, scanner=scanner, record_runs=False, manual=True)
     with db.unit_of_work() as uow:

@@ -81,6 +81,10 @@ class RemediationNotifier(Protocol):
 
     def request_rejected(self, view: RequestView, *, by: str, entry: Appended) -> None: ...
 
+    def vote_dropped(self, view: RequestView, *, voter: str, reason: str, entry: Appended) -> None:
+        """An earlier approval no longer counted when the quorum was judged (`view`: the request after)."""
+        ...
+
     def request_expired(self, view: RequestView, *, entry: Appended) -> None: ...
 
     def outcome(self, outcome: Outcome) -> None:

@@ -38,7 +38,7 @@ from bot.services.health import pool_problems
 from bot.services.metrics import Metrics
 from bot.services.notifying import RemediationNotifier
 from bot.services.recording import current_thread, incident_namespace_uid, run_cluster
-from bot.settings import AppConfig, Settings
+from bot.settings import AppConfig, ClusterConfig, Settings
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 # approved changes run at once on a pool of their own: never queued behind diagnoses, never in the
 # door's listener; few at a time (each is a handful of guarded calls to one cluster)
 EXECUTION_WORKERS = 4
+EARLIER_UNCHECKED = "Could not check with Slack just now whether the earlier approvals still count; try again shortly."
 
 
 def remediation_open(config: AppConfig, cluster: str, channel: str | None = None) -> bool:
@@ -184,13 +185,24 @@ class Remediation:
         approve: bool,
         approvers: frozenset[str],
         standing: Callable[[], Standing],
+        standing_of: Callable[[str], Standing] | None = None,
     ) -> Vote:
         """One click on Approve or Reject. The request's message is redrawn, a rejection said in its
         thread, and a vote that completes the approvals starts the execution on the worker pool.
-        `standing` says who the person is, asked fresh for an approval (unless the cluster allows
-        external users); an outsider's approval is refused and recorded."""
+        `standing` says who the person is, asked fresh (unless the cluster allows external users); an
+        outsider's approval or rejection is refused and recorded. `standing_of` says who an earlier
+        approver is now: when this vote would complete the approvals, each earlier one is judged again
+        (approver groups, guest or outsider, not the requester), and one that no longer qualifies is
+        dropped from the count, said in the thread."""
         with log_context(request_id=request_id):
-            return self._decide(request_id, user=user, approve=approve, approvers=approvers, standing=standing)
+            return self._decide(
+                request_id,
+                user=user,
+                approve=approve,
+                approvers=approvers,
+                standing=standing,
+                standing_of=standing_of,
+            )
 
     def _decide(
         self,
@@ -200,13 +212,17 @@ class Remediation:
         approve: bool,
         approvers: frozenset[str],
         standing: Callable[[], Standing],
+        standing_of: Callable[[str], Standing] | None,
     ) -> Vote:
         outsider = None
-        if approve:
-            view = load(self.db, request_id)
-            cluster = self.config.cluster(view.cluster) if view is not None else None
-            if cluster is not None and not cluster.allow_external_users:
-                outsider = policy.outsider_refusal(cluster, standing(), "approve")
+        lapsed: dict[str, str] = {}
+        view = load(self.db, request_id)
+        cluster = self.config.cluster(view.cluster) if view is not None else None
+        if view is not None and cluster is not None and not cluster.allow_external_users:
+            # a guest or an outsider may neither approve nor reject (nor withdraw: they could not ask)
+            outsider = policy.outsider_refusal(cluster, standing(), "approve" if approve else "reject")
+            if approve and outsider is None:
+                outsider = self._earlier_approvers(view, cluster, user, lapsed, standing_of)
         vote = decide(
             self.db,
             request_id,
@@ -216,6 +232,7 @@ class Remediation:
             now=self.clock(),
             execution_timeout=timedelta(seconds=self.settings.execution_timeout_seconds),
             outsider=outsider,
+            lapsed=lapsed,
         )
         if vote.view is not None:
             bind(cluster=vote.view.cluster, namespace=vote.view.namespace)
@@ -224,6 +241,9 @@ class Remediation:
             return vote
         assert vote.view is not None
         self.notifier.request_changed(vote.view)
+        for dropped in vote.dropped:
+            log.info("request #%d: the approval of %s no longer counts: %s", request_id, dropped.voter, dropped.reason)
+            self.notifier.vote_dropped(vote.view, voter=dropped.voter, reason=dropped.reason, entry=dropped.entry)
         if vote.kind is VoteKind.REJECTED:
             assert vote.entry is not None
             self._count(vote.view.status.value)
@@ -231,6 +251,30 @@ class Remediation:
         elif vote.kind is VoteKind.EXECUTE and vote.execution_id is not None:
             self.executions.submit(carrying(self.execute), request_id, vote.execution_id)
         return vote
+
+    @staticmethod
+    def _earlier_approvers(
+        view: RequestView,
+        cluster: ClusterConfig,
+        user: str,
+        lapsed: dict[str, str],
+        standing_of: Callable[[str], Standing] | None,
+    ) -> str | None:
+        """When this approval would complete the quorum: who each earlier approver is now, asked of
+        Slack (a guest or an outsider since their vote no longer counts: into `lapsed`, with why).
+        Returns a refusal of this click when Slack cannot say (closed, not open: try again)."""
+        earlier = [voter for voter in view.approvals if voter != user]
+        if standing_of is None or not earlier or len(earlier) + 1 < view.required_approvals:
+            return None
+        for voter in earlier:
+            standing = standing_of(voter)
+            if standing is Standing.UNKNOWN:
+                return EARLIER_UNCHECKED
+            if standing is not Standing.MEMBER:
+                lapsed[voter] = (
+                    "they are a guest now" if standing is Standing.GUEST else "they are outside this workspace now"
+                )
+        return None
 
     def problems(self) -> list[str]:
         """What has died of the pool approved changes run on ([] when it is well)."""

@@ -21,6 +21,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler
 
 from bot.domain.findings import Diagnosis
+from bot.domain.statuses import RequestStatus
 from bot.errors import NsstuckError
 from bot.remediation.executing import Outcome
 from bot.remediation.requests import RequestView, load
@@ -257,6 +258,13 @@ class SlackNotifier:
 
     def request_rejected(self, view: RequestView, *, by: str, entry: Appended) -> None:
         self._say(view, f"Request #{view.id} rejected by <@{escape(by)}>; nothing was changed.", entry)
+
+    def vote_dropped(self, view: RequestView, *, voter: str, reason: str, entry: Appended) -> None:
+        count = f"{len(view.approvals)} of {view.required_approvals} approvals"
+        after = "it waits for more" if view.status is RequestStatus.PENDING else "enough without it"
+        who = f"<@{escape(voter)}>"
+        text = f"Request #{view.id}: the approval of {who} no longer counts: {escape(reason)} ({count}; {after})."
+        self._say(view, text, entry)
 
     def request_expired(self, view: RequestView, *, entry: Appended) -> None:
         self.request_changed(view)

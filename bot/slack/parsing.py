@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.domain.refs import NAMESPACE_NAME, ClusterName
@@ -77,8 +78,9 @@ def _closest(word: str, choices: list[str]) -> str | None:
     return found[0] if found else None
 
 
-def parse(text: str, clusters: list[str]) -> Command:
-    """Parse the text after `/nsstuck`. `clusters` are the registered names (for suggestions)."""
+def parse(text: str, clusters: Sequence[str], visible: Sequence[str] | None = None) -> Command:
+    """Parse the text after `/nsstuck`. `clusters` are the registered names; `visible` those the asking
+    channel may use (default: all), the only ones an unknown name's message lists or suggests."""
     if len(text) > MAX_TEXT:
         return Invalid(f"That is too long for a command. {USAGE}")
     words = text.split()
@@ -94,7 +96,7 @@ def parse(text: str, clusters: list[str]) -> Command:
             return Invalid("Usage: `/nsstuck history [<cluster> [<namespace>]]`.")
         cluster = words[1] if len(words) > 1 else None
         namespace = words[2] if len(words) > 2 else None
-        problem = _check_cluster(cluster, clusters) if cluster else None
+        problem = _check_cluster(cluster, clusters, visible) if cluster else None
         if problem is None and namespace is not None:
             problem = _check_namespace(namespace)
         return Invalid(problem) if problem else History(ClusterName(cluster) if cluster else None, namespace)
@@ -108,17 +110,22 @@ def parse(text: str, clusters: list[str]) -> Command:
     if len(words) > 2:
         return Invalid(f"Too many words. {USAGE}")
     cluster, namespace = words
-    problem = _check_cluster(cluster, clusters) or _check_namespace(namespace)
+    problem = _check_cluster(cluster, clusters, visible) or _check_namespace(namespace)
     return Invalid(problem) if problem else Diagnose(ClusterName(cluster), namespace)
 
 
-def _check_cluster(name: str, clusters: list[str]) -> str | None:
+def _check_cluster(name: str, clusters: Sequence[str], visible: Sequence[str] | None) -> str | None:
     if name in clusters:
         return None
-    listing = ", ".join(f"`{c}`" for c in clusters) if clusters else "none are registered"
-    suggestion = _closest(name, clusters)
+    if visible is None:
+        listing = ", ".join(f"`{c}`" for c in clusters) if clusters else "none are registered"
+        shown = f"Registered clusters: {listing}"
+    else:  # a channel's view: the clusters kept to other channels are neither listed nor suggested
+        listing = ", ".join(f"`{c}`" for c in visible)
+        shown = f"Clusters you can name here: {listing}" if visible else "No cluster may be used from this channel"
+    suggestion = _closest(name, list(clusters if visible is None else visible))
     hint = f" Did you mean `{suggestion}`?" if suggestion else ""
-    return f"Unknown cluster {_shown(name)}.{hint} Registered clusters: {listing}."
+    return f"Unknown cluster {_shown(name)}.{hint} {shown}."
 
 
 def _check_namespace(name: str) -> str | None:

@@ -1,5 +1,6 @@
-"""Serving the bot: a WSGI front for Bolt plus /healthz, /readyz and /metrics, on waitress
-(a production, multi-threaded server), and Socket Mode when an app token is set.
+"""Serving the bot: a WSGI front for Bolt plus /healthz and /readyz, on waitress (a production,
+multi-threaded server), and Socket Mode when an app token is set; /metrics on a port of its own, so
+that what it says (clusters, namespaces) is never behind the Slack ingress.
 """
 
 from __future__ import annotations
@@ -166,8 +167,6 @@ class Web:
             return self._probe(start_response, "healthz", self.alive, b"ok\n", "not healthy")
         if path == "/readyz":
             return self._probe(start_response, "readyz", self.ready, b"ready\n", "not ready")
-        if path == "/metrics" and self.bot is not None:
-            return self._reply(start_response, 200, self.bot.metrics.render(), METRICS_CONTENT_TYPE)
         if path == "/slack/events" and self.bot is not None and not self.socket_mode:
             if method != "POST":
                 return self._reply(start_response, 405, b"method not allowed\n")
@@ -270,6 +269,20 @@ class Web:
         return [body]
 
 
+class MetricsWeb:
+    """The WSGI application of the metrics port: `GET /metrics` (Prometheus), and nothing else."""
+
+    def __init__(self, bot: SlackDoor) -> None:
+        self.bot = bot
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "") != "/metrics":
+            return Web._reply(start_response, 404, b"not found\n")
+        if environ.get("REQUEST_METHOD", "GET") not in ("GET", "HEAD"):
+            return Web._reply(start_response, 405, b"method not allowed\n")
+        return Web._reply(start_response, 200, self.bot.metrics.render(), METRICS_CONTENT_TYPE)
+
+
 # slack_sdk's builtin client reads a WebSocket message by recursing once per read of this many bytes:
 # with its default of 1 KiB, an envelope of about a megabyte ends in a RecursionError, the connection
 # is lost, and Slack sends the envelope again (and again). 64 KiB reads take envelopes 64 times larger.
@@ -303,6 +316,7 @@ def serve(
     bot: SlackDoor,
     *,
     port: int,
+    metrics_port: int,
     app_token: str | None,
     host: str = "0.0.0.0",  # noqa: S104
     ping_interval: float = 2.0,
@@ -349,6 +363,12 @@ def serve(
         connection_limit=settings.http_connection_limit,
     )
     server.channel_class = _RefusingChannel
+    metrics_stop = threading.Event()
+    try:
+        metrics_thread = _serve_metrics(bot, host=host, port=metrics_port, stop=metrics_stop)
+    except BaseException:  # its port in use: the Slack port is not left open behind the error
+        server.close()
+        raise
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -357,11 +377,12 @@ def serve(
 
     signal.signal(signal.SIGTERM, on_signal)
     log.info(
-        "nsstuck serving on %s:%s (%s mode, %d HTTP request threads)",
+        "nsstuck serving on %s:%s (%s mode, %d HTTP request threads), /metrics on port %s",
         host,
         server.effective_port,
         "socket" if handler else "HTTP",
         server.adj.threads,
+        metrics_port,
     )
     if current_format() == "text":  # in JSON, every line of the output is a log record: the one above
         print(
@@ -374,7 +395,41 @@ def serve(
         pass
     finally:
         server.close()  # the listening socket
+        metrics_stop.set()
         wasyncore.close_all(server._map)  # and the connections still open (a client's keep-alive)
         if handler is not None:
             handler.close()
+        metrics_thread.join(timeout=5)
         bot.close()
+
+
+def _serve_metrics(bot: SlackDoor, *, host: str, port: int, stop: threading.Event) -> threading.Thread:
+    """GET /metrics on its own port, served by a waitress server of its own (its own connection map,
+    so that neither port's connections count against the other's limit) on a thread that stops, and
+    closes every connection, within half a second of `stop`. Binds before it returns (a port in use
+    fails the start)."""
+    connections: dict[int, Any] = {}
+    server = create_server(
+        MetricsWeb(bot),
+        map=connections,
+        host=host,
+        port=port,
+        threads=2,  # a scrape every few seconds
+        max_request_body_size=1024,
+        channel_timeout=30,
+        cleanup_interval=15,
+        connection_limit=20,
+    )
+
+    def run() -> None:
+        try:
+            while not stop.is_set():
+                wasyncore.loop(timeout=0.5, map=connections, use_poll=server.adj.asyncore_use_poll, count=1)
+        finally:
+            server.close()
+            wasyncore.close_all(connections)
+            server.task_dispatcher.shutdown()
+
+    thread = threading.Thread(target=run, name="nsstuck-metrics", daemon=True)
+    thread.start()
+    return thread

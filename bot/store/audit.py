@@ -57,6 +57,7 @@ EVENTS = (
     "requested",
     "approved",
     "refused",
+    "vote_dropped",  # an approval that no longer counted when the quorum was judged (issue 36)
     "rejected",
     "expired",
     "stale",
@@ -181,6 +182,13 @@ class AuditLog:
         self._session.execute(update(AuditHead).where(AuditHead.id == 1).values(hash=digest))
         self._session.flush()
         return Appended(seq, digest)
+
+    def dropped_votes(self, request_id: int) -> frozenset[str]:
+        """The people whose approval of this request was dropped from its count (`vote_dropped`)."""
+        query = select(AuditEntry.details).where(
+            AuditEntry.request_id == request_id, AuditEntry.event == "vote_dropped"
+        )
+        return frozenset(str(details.get("voter")) for details in self._session.scalars(query))
 
     def for_request(self, request_id: int) -> list[AuditRecord]:
         """The entries of one remediation request, in seq order."""

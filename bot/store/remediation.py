@@ -152,6 +152,8 @@ class RequestRepository:
         return list(self._session.scalars(query))
 
     def count_approvals(self, request_id: int) -> int:
+        """Every approval on record, those dropped from the count since included
+        (`bot.remediation.requests.counted_approvals` is what counts)."""
         query = select(func.count()).where(
             RemediationVote.request_id == request_id, RemediationVote.decision == "approve"
         )

@@ -128,8 +128,12 @@ def test_probes_and_a_locked_down_pod(render: Render) -> None:
     container = _container(docs)
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert container["ports"] == [{"name": "http", "containerPort": 3000, "protocol": "TCP"}]
+    assert container["ports"] == [
+        {"name": "http", "containerPort": 3000, "protocol": "TCP"},
+        {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},  # /metrics alone (issue 36)
+    ]
     assert _env(container)["NSSTUCK_HTTP_PORT"] == "3000"
+    assert _env(container)["NSSTUCK_METRICS_PORT"] == "9090"
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == 10001
     for c in [container, *pod.get("initContainers", ())]:
@@ -146,7 +150,10 @@ def test_probes_and_a_locked_down_pod(render: Render) -> None:
 def test_the_service_publishes_the_http_port(render: Render) -> None:
     docs = render()
     service = one(docs, "Service")
-    assert service["spec"]["ports"] == [{"name": "http", "port": 3000, "targetPort": "http", "protocol": "TCP"}]
+    assert service["spec"]["ports"] == [
+        {"name": "http", "port": 3000, "targetPort": "http", "protocol": "TCP"},
+        {"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"},
+    ]
     pod_labels = one(docs, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
 
@@ -399,12 +406,13 @@ def test_production_values(render: Render) -> None:
     monitor = one(docs, "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
-    assert monitor["spec"]["endpoints"][0]["port"] == "http"
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"  # its own port, not the Slack one (issue 36)
     assert one(docs, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
     assert one(docs, "Job")["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     ingress = one(docs, "Ingress")
     [path] = ingress["spec"]["rules"][0]["http"]["paths"]
     assert path["path"] == "/slack/events"
+    assert path["backend"]["service"]["port"] == {"name": "http"}  # never the metrics port
 
 
 @pytest.mark.parametrize(

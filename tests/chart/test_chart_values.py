@@ -34,6 +34,7 @@ NETWORK = {
         "apiServers": {"cidrs": ["10.0.0.1/32", "192.168.10.0/24"], "ports": [6443]},
         "database": {"cidrs": ["10.20.0.0/16"], "ports": [5432]},
         "ingressFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}],
+        "metricsFrom": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
     }
 }
 
@@ -145,10 +146,12 @@ def test_the_network_policy_is_opt_in_and_lets_through_only_dns_and_the_given_ci
     test_pod = one(render(NETWORK, "--show-only", "templates/tests/test-connection.yaml"), "Pod")
     assert not selector.items() <= test_pod["metadata"]["labels"].items()
     assert sorted(policy["policyTypes"]) == ["Egress", "Ingress"]
-    [ingress] = policy["ingress"]
+    ingress, metrics = policy["ingress"]
     assert ingress["ports"] == [{"port": 3000, "protocol": "TCP"}]
     assert ingress["from"][0] == NETWORK["networkPolicy"]["ingressFrom"][0]
     assert ingress["from"][1]["podSelector"]["matchLabels"].items() <= test_pod["metadata"]["labels"].items()
+    # /metrics on its own port, from the monitoring peers only: the ingress controller cannot reach it
+    assert metrics == {"ports": [{"port": 9090, "protocol": "TCP"}], "from": NETWORK["networkPolicy"]["metricsFrom"]}
     dns, api, database, slack = policy["egress"]
     assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
     assert dns["ports"] == [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]

@@ -186,6 +186,7 @@ def test_the_installed_wheel_serves_and_passes_the_health_check(
     env = _env(
         NSSTUCK_DATABASE_URL=f"sqlite:///{tmp_path / 'n.db'}",
         NSSTUCK_HTTP_PORT=str(port),
+        NSSTUCK_METRICS_PORT=str(_free_port()),  # not the default: other tests' bots may hold it
         NSSTUCK_SLACK_API_URL=slack_emulator.api_url,
         SLACK_BOT_TOKEN=slack_emulator.bot_token,
         SLACK_SIGNING_SECRET=slack_emulator.signing_secret,

@@ -264,6 +264,18 @@ def test_bad_environment_variable_is_named_without_its_value() -> None:
     assert "port-80-please" not in result.stderr
 
 
+def test_the_metrics_port_must_differ_from_the_http_port() -> None:
+    """/metrics has a port of its own (issue 36): the same port as Slack's is refused in one line."""
+    assert load_settings({}).metrics_port == 9090
+    for env in ({"NSSTUCK_HTTP_PORT": "9090"}, {"NSSTUCK_METRICS_PORT": "3000"}):
+        result = run_nsstuck("config", "check", env=env)
+        assert result.returncode == 2, env
+        assert result.stderr == (
+            "nsstuck: config error: environment: NSSTUCK_METRICS_PORT: "
+            "must differ from NSSTUCK_HTTP_PORT (/metrics has a port of its own)\n"
+        )
+
+
 def test_secrets_never_show_in_settings_repr() -> None:
     settings = load_settings({"SLACK_BOT_TOKEN": "xoxb-very-secret", "SLACK_SIGNING_SECRET": "shh-secret"})
     assert "xoxb-very-secret" not in repr(settings)

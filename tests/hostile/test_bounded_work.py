@@ -38,7 +38,7 @@ def _address(bot: Running) -> tuple[str, int]:
 
 
 def _metric(bot: Running, name: str, labels: str = "") -> float:
-    with urllib.request.urlopen(bot.url + "/metrics", timeout=5) as response:
+    with urllib.request.urlopen(bot.metrics_url, timeout=5) as response:
         text = response.read().decode()
     pattern = re.escape(name) + (re.escape("{" + labels + "}") if labels else "") + r" ([0-9.e+]+)"
     found = re.search(r"^" + pattern + r"$", text, re.MULTILINE)

@@ -347,7 +347,8 @@ class World:
             lines.append(f"  - name: {cluster.name}")
             lines.append(f"    kubeconfig: {cluster.kubeconfig.relative_to(self.root)}")
             if cluster.name == "prod-eu":  # the remediation flow's cluster (tests/approvals/_flow.py)
-                lines.append(f"    channels: [{OPS_CHANNEL}]")
+                # and the digest's channel: a digest covers only the clusters its channel may use (issue 36)
+                lines.append(f"    channels: [{OPS_CHANNEL}, {DIGEST_CHANNEL}]")
                 lines.append(f"    approvers: [{APPROVERS}]")
         if digest:
             lines += ["digests:", f"  - channel: {DIGEST_CHANNEL}", "    schedule: '0 9 * * *'", "    stuck_after: 1m"]
@@ -778,6 +779,7 @@ def _drive_the_bot(bot: Running, slack: SlackEmulator, world: World, database: s
     driver = bot.driver
     for path in ("/healthz", "/readyz", "/metrics", "/slack/events", "/nothing-here"):
         _http_get(surfaces, bot.url + path)
+    _http_get(surfaces, bot.metrics_url)  # /metrics has a port of its own (issue 36)
     for signing in ("forged", "stale", "future", "unsigned", "tampered"):
         refused = driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL, signing=signing)
         assert _delivery(surfaces, f"a {signing} request", refused).status == 401, signing

@@ -31,6 +31,7 @@ class Running:
     driver: HttpDriver
     slack: SlackEmulator
     log: Path
+    metrics_url: str = ""  # GET /metrics: its own port (NSSTUCK_METRICS_PORT), not the Slack one
     killed: bool = False
 
     def kill(self) -> None:
@@ -93,12 +94,16 @@ def serve_process(
     """`nsstuck serve` as a child process (HTTP mode unless `socket_mode`), ready when /healthz answers;
     `options` go before the command (`--log-level DEBUG`)."""
     port = _free_port()
+    metrics_port = _free_port()
+    while metrics_port == port:  # pragma: no cover - the kernel gave the same free port twice
+        metrics_port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_"))}
     env.update(
         {
             "NSSTUCK_CONFIG": str(config),
             "NSSTUCK_DATABASE_URL": database,
             "NSSTUCK_HTTP_PORT": str(port),
+            "NSSTUCK_METRICS_PORT": str(metrics_port),
             "NSSTUCK_SLACK_API_URL": slack_emulator.api_url,
             "SLACK_BOT_TOKEN": slack_emulator.bot_token,
             "SLACK_SIGNING_SECRET": slack_emulator.signing_secret,
@@ -138,7 +143,14 @@ def serve_process(
                 process.wait(timeout=10)
                 raise RuntimeError(f"the bot did not start:\n{log.read_text()}") from None
             time.sleep(0.1)
-    running = Running(process, url, slack_emulator.http_driver(f"{url}/slack/events"), slack_emulator, log)
+    running = Running(
+        process,
+        url,
+        slack_emulator.http_driver(f"{url}/slack/events"),
+        slack_emulator,
+        log,
+        metrics_url=f"http://127.0.0.1:{metrics_port}/metrics",
+    )
     try:
         yield running
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,11 +108,33 @@ def test_health_readiness_and_metrics(bot: Running) -> None:
     helped = bot.driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL)
     # the acknowledgement says where its time went (bench/slack.py splits it so)
     assert re.fullmatch(r"replay;dur=[0-9.]+, handle;dur=[0-9.]+", helped.headers.get("Server-Timing", ""))
-    with urllib.request.urlopen(bot.url + "/metrics", timeout=5) as response:
+    with urllib.request.urlopen(bot.metrics_url, timeout=5) as response:
         text = response.read().decode()
         # the text format 0.0.4, said as prometheus-client says it (Prometheus 2 and 3 both scrape it)
         assert response.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
     assert 'nsstuck_slash_commands_total{kind="help"} 1.0' in text
+
+
+def test_metrics_are_served_on_their_own_port_and_not_on_the_slack_one(bot: Running) -> None:
+    """Issue 36, finding 6: /metrics names stuck namespaces by cluster and namespace, whatever a channel
+    may see; it is served on NSSTUCK_METRICS_PORT only, so the Slack port (behind the ingress) says
+    nothing of it, and the metrics port serves nothing else."""
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(bot.url + "/metrics", timeout=5)
+    with caught.value as refused:
+        assert refused.code == 404
+        assert b"nsstuck_" not in refused.read()
+    with urllib.request.urlopen(bot.metrics_url, timeout=5) as response:
+        assert response.status == 200
+        assert b"nsstuck_slash_commands_total" in response.read()
+    base = bot.metrics_url.removesuffix("/metrics")
+    for path in ("/slack/events", "/healthz", "/"):
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(base + path, timeout=5)
+        with caught.value as refused:
+            assert refused.code == 404, path
+    signed = bot.driver.slash_command("/nsstuck", "help", user=ALICE, channel=OPS_CHANNEL)
+    assert signed.status == 200  # the Slack port still serves Slack
 
 
 def test_a_long_report_is_cut_and_the_full_one_is_attached_as_a_file(bot: Running, kube_emulator: Emulator) -> None:

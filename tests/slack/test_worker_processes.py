@@ -59,7 +59,7 @@ def _verdict(bot: Running, namespace: str, *, timeout: float = 30) -> str:
 
 
 def _metrics(bot: Running) -> str:
-    with urllib.request.urlopen(bot.url + "/metrics", timeout=5) as response:
+    with urllib.request.urlopen(bot.metrics_url, timeout=5) as response:
         return str(response.read().decode())
 
 

@@ -76,7 +76,7 @@ def _aware(value: Any) -> datetime:
 
 def metrics(bot: Running) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     """Every sample of /metrics, by name and labels."""
-    with urllib.request.urlopen(f"{bot.url}/metrics", timeout=5) as response:
+    with urllib.request.urlopen(bot.metrics_url, timeout=5) as response:
         body = response.read().decode()
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value

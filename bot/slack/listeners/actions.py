@@ -91,7 +91,10 @@ class ActionListener:
                 thread_ts=thread,
                 standing=lambda: self.people.standing(user),
             )
-        except (UserError, UnknownClusterError) as e:
+        except UnknownClusterError as e:  # its own words list every registered cluster: not for a channel
+            self._tell(body, f"Cluster `{e.name}` is no longer registered; nothing can be changed there.")
+            return
+        except UserError as e:
             self._tell(body, str(e))
             return
         if not filed.created:
@@ -137,7 +140,12 @@ class ActionListener:
                 return
             eligible = frozenset()
         vote = self.remediation.decide(
-            request_id, user=user, approve=approve, approvers=eligible, standing=lambda: self.people.standing(user)
+            request_id,
+            user=user,
+            approve=approve,
+            approvers=eligible,
+            standing=lambda: self.people.standing(user),
+            standing_of=self.people.standing,  # the earlier approvers, asked again when the quorum is judged
         )
         if vote.kind in (VoteKind.REFUSED, VoteKind.DUPLICATE, VoteKind.CLOSED, VoteKind.UNKNOWN, VoteKind.EXPIRED):
             self._tell(body, vote.message)

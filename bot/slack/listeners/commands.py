@@ -71,7 +71,9 @@ class CommandListener:
 
     def _on_command(self, ack: Ack, command: dict[str, Any], respond: Respond) -> None:
         config = self.config
-        parsed = parsing.parse(str(command.get("text") or ""), config.cluster_names)
+        channel = str(command.get("channel_id") or "")
+        # an unknown name is answered with the clusters this channel may use, never those of other channels
+        parsed = parsing.parse(str(command.get("text") or ""), config.cluster_names, config.clusters_in(channel))
         kind = type(parsed).__name__.lower()
         self.metrics.commands.labels(kind=kind).inc()
         user = str(command.get("user_id") or "")
@@ -89,7 +91,6 @@ class CommandListener:
         if isinstance(parsed, parsing.Help):
             ack(text=parsing.HELP)
             return
-        channel = str(command.get("channel_id") or "")
         if isinstance(parsed, parsing.ListClusters):
             self._clusters(channel, ack, respond)
             return

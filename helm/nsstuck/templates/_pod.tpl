@@ -46,6 +46,8 @@
   value: {{ printf "%s/nsstuck.yaml" (include "nsstuck.configDir" .) | quote }}
 - name: NSSTUCK_HTTP_PORT
   value: "3000"
+- name: NSSTUCK_METRICS_PORT
+  value: "9090"
 {{ include "nsstuck.databaseEnv" . }}
 - name: NSSTUCK_LOG_LEVEL
   value: {{ .Values.logging.level | quote }}
