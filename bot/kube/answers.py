@@ -57,6 +57,15 @@ _DISCOVERY_ARRAYS = {
 }
 
 
+# the kind, or the kinds, an answer may be (a list asked for as metadata only may come as the type's own
+# list from an aggregated API that ignores the Accept header, as client-go's metadata client takes it)
+Kinds = str | tuple[str, ...] | None
+
+
+def _kinds(kind: Kinds) -> tuple[str, ...]:
+    return (kind,) if isinstance(kind, str) else tuple(kind or ())
+
+
 class Malformed(Exception):
     """An answer in a shape it cannot have; its text says what came, for which request."""
 
@@ -94,11 +103,11 @@ def judge(
     status: int = 200,
     content_type: str = "",
     shape: Shape | None = None,
-    kind: str | None = None,
+    kind: Kinds = None,
 ) -> Any:
     """The JSON document of the answer to GET `path`, once it has the shape it must have (`shape`, by
-    default from the path: `shape_of`); `kind`: the kind a list or an object must be, when known.
-    Raises Malformed."""
+    default from the path: `shape_of`); `kind`: the kind (or kinds) a list or an object must be, when
+    known. Raises Malformed."""
     name: str | None = None
     if shape is None:
         shape, name = shape_of(path, content_type)
@@ -117,9 +126,9 @@ def judge(
         raise malformed(_not_an_object(doc))
     sent_kind = doc.get("kind")
     if shape is Shape.LIST:
-        _judge_list(doc, sent_kind, kind, malformed)
+        _judge_list(doc, sent_kind, _kinds(kind), malformed)
     elif shape is Shape.OBJECT:
-        _judge_object(doc, sent_kind, kind, name, malformed)
+        _judge_object(doc, sent_kind, _kinds(kind), name, malformed)
     elif shape in _DISCOVERY_ARRAYS:
         if sent_kind != shape.value:
             raise malformed(f"{_kind_said(sent_kind)} where a discovery document {shape.value} was expected")
@@ -137,9 +146,9 @@ def judge(
     return doc
 
 
-def _judge_list(doc: dict[str, Any], sent_kind: Any, kind: str | None, malformed: Any) -> None:
-    if not isinstance(sent_kind, str) or not sent_kind.endswith("List") or (kind and sent_kind != kind):
-        expected = kind or "a kind ending in List"
+def _judge_list(doc: dict[str, Any], sent_kind: Any, kinds: tuple[str, ...], malformed: Any) -> None:
+    if not isinstance(sent_kind, str) or not sent_kind.endswith("List") or (kinds and sent_kind not in kinds):
+        expected = " or ".join(kinds) or "a kind ending in List"
         raise malformed(f"{_kind_said(sent_kind)} where a list ({expected}) was expected")
     items = doc.get("items")
     if not isinstance(items, list):
@@ -156,12 +165,14 @@ def _judge_list(doc: dict[str, Any], sent_kind: Any, kind: str | None, malformed
         seen.add(key)
 
 
-def _judge_object(doc: dict[str, Any], sent_kind: Any, kind: str | None, name: str | None, malformed: Any) -> None:
+def _judge_object(
+    doc: dict[str, Any], sent_kind: Any, kinds: tuple[str, ...], name: str | None, malformed: Any
+) -> None:
     metadata = doc.get("metadata")
     if not isinstance(metadata, dict):
         raise malformed("an object without metadata")
-    if kind and sent_kind is not None and sent_kind != kind:
-        raise malformed(f"{_kind_said(sent_kind)} where a {kind} was expected")
+    if kinds and sent_kind is not None and sent_kind not in kinds:
+        raise malformed(f"{_kind_said(sent_kind)} where a {' or '.join(kinds)} was expected")
     if name is not None and metadata.get("name") != name:
         raise malformed(f"an object named {str(metadata.get('name'))[:80]!r} where {name!r} was asked for")
 

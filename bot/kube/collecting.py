@@ -548,10 +548,10 @@ class Collector:
             pages += 1
             doc = self._get(loop, path, params, kind=kind)
             api_version = doc.get("apiVersion", "")
-            kind = str(doc.get("kind", "")).removesuffix("List")
-            for item in doc.get("items") or ():
+            item_kind = str(doc["kind"]).removesuffix("List")
+            for item in doc["items"]:
                 item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", kind)
+                item.setdefault("kind", item_kind)
                 items.append(trim(item))
             token = (doc.get("metadata") or {}).get("continue")
             if not token or (max_pages is not None and pages >= max_pages):
@@ -569,8 +569,10 @@ class Collector:
         items: list[KubeObject] = []
         accept = METADATA_LIST
         while True:
-            # the list judged as what was asked for: metadata only, or (after a 406) the type's own list
-            kind = "PartialObjectMetadataList" if accept == METADATA_LIST else f"{rtype.kind}List"
+            # the list judged as what was asked for: metadata only (or the type's own list, from a server that
+            # ignores the Accept header), or, after a 406, the type's own list
+            own = f"{rtype.kind}List"
+            kind = ("PartialObjectMetadataList", own) if accept == METADATA_LIST else own
             try:
                 doc = self.transport.get(
                     path, params, timeout=self.options.call_timeout, deadline=loop.deadline, accept=accept, kind=kind
@@ -662,20 +664,35 @@ class Collector:
         def on_read(name: str, doc: Any) -> None:
             read[name] = trim(doc)  # judged an object with metadata (`bot.kube.answers`)
 
+        read_gaps: dict[str, tuple[Gap, ...]] = {}
+
         def on_read_error(name: str, error: CallError) -> None:
             if error.status == 404:
                 read[name] = None
-            else:
+            elif error.status in (401, 403):
                 failed[name] = _refusal(self.cluster, host, error)
+            else:  # read from the list of namespaces instead, as `collect` does (`_read_namespace`)
+                loop.add(
+                    f"get namespace {name}",
+                    partial(self._listed_namespace, name, deadline),
+                    partial(on_listed, name, error),
+                    partial(on_unlisted, name, error),
+                )
+
+        def on_unlisted(name: str, first: CallError, _: CallError) -> None:
+            failed[name] = _refusal(self.cluster, host, first)
+
+        def on_listed(name: str, first: CallError, found: KubeObject | None) -> None:
+            read[name] = found
+            read_gaps[name] = (_namespace_read_gap(name, first),)
 
         deadline = started + self.options.deadline
         with self._pool(deadline) as pool:
             loop = _Loop(pool, deadline, self.options.progress)
             for name in names:
-                path = f"/api/v1/namespaces/{quote(name)}"
                 loop.add(
                     f"get namespace {name}",
-                    partial(self._get, loop, path, kind="Namespace"),
+                    partial(self._get_namespace, name, deadline),
                     partial(on_read, name),
                     partial(on_read_error, name),
                 )
@@ -686,7 +703,11 @@ class Collector:
             existing: list[NamespaceSnapshot] = []
             for name, namespace_object in read.items():
                 base = NamespaceSnapshot(
-                    cluster=self.cluster, namespace=name, observed_at=observed_at, namespace_object=namespace_object
+                    cluster=self.cluster,
+                    namespace=name,
+                    observed_at=observed_at,
+                    namespace_object=namespace_object,
+                    gaps=read_gaps.get(name, ()),
                 )
                 if deletion_time(namespace_object or {}) is not None:
                     existing.append(base)
@@ -708,36 +729,41 @@ class Collector:
         name), with what is left of the deadline, and the first failure is a gap of the report. Only when
         that fails too is the cluster unreachable."""
         host = self.transport.connection.host
-        timeout = min(self.options.call_timeout, self.options.deadline / 2)
         try:
-            doc = self.transport.get(
-                f"/api/v1/namespaces/{quote(namespace)}", timeout=timeout, deadline=deadline, kind="Namespace"
-            )
+            return trim(self._get_namespace(namespace, deadline)), ()
         except CallError as e:
             if e.status == 404:
                 return None, ()
             if e.status in (401, 403):
                 raise _refusal(self.cluster, host, e) from None
             first = e
-        else:
-            return trim(doc), ()
         try:
-            listed = self.transport.get(
-                "/api/v1/namespaces",
-                {"fieldSelector": f"metadata.name={namespace}"},
-                timeout=self.options.call_timeout,
-                deadline=deadline,
-                kind="NamespaceList",
-            )
+            found = self._listed_namespace(namespace, deadline)
         except CallError:
             raise _refusal(self.cluster, host, first) from None
+        return found, (_namespace_read_gap(namespace, first),)
+
+    def _get_namespace(self, namespace: str, deadline: float) -> Any:
+        """The GET of a namespace, judged a Namespace, in half the deadline at most (`_read_namespace`)."""
+        timeout = min(self.options.call_timeout, self.options.deadline / 2)
+        path = f"/api/v1/namespaces/{quote(namespace)}"
+        return self.transport.get(path, timeout=timeout, deadline=deadline, kind="Namespace")
+
+    def _listed_namespace(self, namespace: str, deadline: float) -> KubeObject | None:
+        """The namespace as the list of namespaces gives it (a field selector on its name); None: not there."""
+        listed = self.transport.get(
+            "/api/v1/namespaces",
+            {"fieldSelector": f"metadata.name={namespace}"},
+            timeout=self.options.call_timeout,
+            deadline=deadline,
+            kind="NamespaceList",
+        )
         found = next((item for item in listed["items"] if meta(item).get("name") == namespace), None)
-        if found is not None:
-            found.setdefault("apiVersion", "v1")
-            found.setdefault("kind", "Namespace")
-            found = trim(found)
-        detail = f"{first.message}; read from the list of namespaces instead"
-        return found, (Gap(what=f"get namespace {namespace}", reason=_reason(first), detail=detail),)
+        if found is None:
+            return None
+        found.setdefault("apiVersion", "v1")
+        found.setdefault("kind", "Namespace")
+        return trim(found)
 
 
 class _Run:
@@ -1281,6 +1307,12 @@ class _Run:
             lambda obj: self.endpoints.append(trim(obj)),
             optional(f"get endpoints {namespace}/{name}"),
         )
+
+
+def _namespace_read_gap(namespace: str, first: CallError) -> Gap:
+    """The gap a failed read of the namespace leaves once the list of namespaces gave it instead."""
+    detail = f"{first.message}; read from the list of namespaces instead"
+    return Gap(what=f"get namespace {namespace}", reason=_reason(first), detail=detail)
 
 
 def _field(node: Any, key: str) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from bot.kube.answers import Malformed, Shape, judge
+from bot.kube.answers import Kinds, Malformed, Shape, judge
 from bot.kube.connecting import Connection
 from bot.kube.observing import CallObserver, CallOutcome, status_outcome
 from bot.kube.requesting import (
@@ -154,7 +154,7 @@ class Transport:
         deadline: float | None = None,
         accept: str = JSON,
         shape: Shape | None = None,
-        kind: str | None = None,
+        kind: Kinds = None,
     ) -> Any:
         """The document a GET answers, judged (`bot.kube.answers.judge`: the `shape` its path says unless
         given, and the `kind` of a list or an object when given) before it is returned."""
@@ -183,7 +183,7 @@ class Transport:
         accept: str = JSON,
         content_types: list[str] | None = None,
         shape: Shape | None = None,
-        kind: str | None = None,
+        kind: Kinds = None,
     ) -> Any:
         """`accept`: JSON (the whole object), or METADATA / METADATA_LIST (metadata only).
         `content_types`: the answer's Content-Type is appended to it. The answer to a GET is judged
@@ -237,7 +237,7 @@ class Transport:
         accept: str = JSON,
         content_types: list[str] | None = None,
         shape: Shape | None = None,
-        kind: str | None = None,
+        kind: Kinds = None,
     ) -> Any:
         send = partial(
             self._send,
@@ -275,7 +275,7 @@ class Transport:
         accept: str = JSON,
         content_types: list[str] | None = None,
         shape: Shape | None = None,
-        kind: str | None = None,
+        kind: Kinds = None,
     ) -> Any:
         reader = self.connection.reader
         if method == "GET" and reader is not None:
@@ -315,7 +315,7 @@ class Transport:
         accept: str,
         content_types: list[str] | None,
         shape: Shape | None = None,
-        kind: str | None = None,
+        kind: Kinds = None,
     ) -> Any:
         """A GET by the connection's Reader, its failures said as those of the client (`_send_by_client`)."""
         try:
@@ -370,7 +370,7 @@ class Transport:
         accept: str = JSON,
         content_types: list[str] | None = None,
         shape: Shape | None = None,
-        kind: str | None = None,
+        kind: Kinds = None,
     ) -> Any:
         api = self.connection.api_client
         headers = {"Accept": accept}
@@ -457,7 +457,7 @@ def _refused(path: str, error: Refused, method: str = "GET") -> CallError:
 
 
 def _judged(
-    raw: bytes | bytearray, path: str, status: int, content_type: str, *, shape: Shape | None, kind: str | None
+    raw: bytes | bytearray, path: str, status: int, content_type: str, *, shape: Shape | None, kind: Kinds
 ) -> Any:
     """The answer to a GET once judged (`bot.kube.answers`), the one rule of both paths."""
     try:
