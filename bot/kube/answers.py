@@ -19,7 +19,8 @@ own `Reader` and the kubernetes client), before any caller sees the document. Wh
 - an object (`/api/v1/namespaces/NS`): a JSON object with `metadata`, named as asked, of the expected
   kind when the caller gives one and it says one;
 - a discovery document: `/api` an `APIVersions` with its `versions`, `/apis` an `APIGroupList` with its
-  `groups`, `/api/v1` and `/apis/GROUP/VERSION` an `APIResourceList` with its `resources`; `/api` and
+  `groups` (each named, once), `/api/v1` and `/apis/GROUP/VERSION` an `APIResourceList` with its
+  `resources` (each named, once); `/api` and
   `/apis` answered as aggregated discovery (the Content-Type says so) an `APIGroupDiscoveryList` with
   its `items`;
 - anything else (`/version`, a group's own document, a subresource): a JSON object.
@@ -136,6 +137,7 @@ def judge(
         entries = doc.get(key)
         if not isinstance(entries, list):
             raise malformed(f"an {shape.value} without a `{key}` array")
+        names: set[str] = set()
         for entry in entries:
             if shape is Shape.VERSIONS and not isinstance(entry, str):
                 raise malformed("an APIVersions whose `versions` are not all strings")
@@ -143,6 +145,10 @@ def judge(
                 raise malformed(f"an {shape.value} whose `{key}` are not all objects")
             if named and not (isinstance(entry.get(named), str) and entry[named]):
                 raise malformed(f"an {shape.value} with an entry of `{key}` without a {named}")
+            if named:
+                if entry[named] in names:
+                    raise malformed(f"an {shape.value} that holds {str(entry[named])[:80]} twice in `{key}`")
+                names.add(entry[named])
     return doc
 
 

@@ -893,8 +893,10 @@ class _Run:
                 ns.gaps.append(Gap(what=label, reason="timeout", detail=f"not finished within {deadline:g}s"))
         for ns in self.namespaces:
             for gv, error in self.discovery_errors.items():
-                if error.malformed:
-                    pass  # an answer not to believe is a gap, whatever else was read (bot.kube.answers)
+                if error.malformed or error.kind is not CallKind.STATUS:
+                    # an answer not to believe (bot.kube.answers), refused, cut off or not in time: a gap,
+                    # whatever else was read (an error the server said is the namespace controller's too)
+                    pass
                 elif ns.fallback_complete.get(gv) or gv.rpartition("/")[0] in STATELESS_GROUPS:
                     continue  # nothing of it can be missing from our picture of the namespace
                 ns.gaps.append(
