@@ -32,7 +32,12 @@ from tests.pgdatabase import Roles, database_with_roles, temporary_database
 # all 250 modules again (a third of the time of a collection). Here it may: the files are pytest's own.
 sys.dont_write_bytecode = False
 
-pytest_plugins = ["tests.fakes.kubeapi.pytest_plugin", "tests.fakes.slackapi.pytest_plugin", "tests._scheduling"]
+pytest_plugins = [
+    "tests.fakes.kubeapi.pytest_plugin",
+    "tests.fakes.slackapi.pytest_plugin",
+    "tests._scheduling",
+    "tests._combinations",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 

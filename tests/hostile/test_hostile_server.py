@@ -258,6 +258,7 @@ def _check(report: JSON, evidence: JSON, read: Read, ns: str, answer: Answer) ->
 
 def _precheck(cluster: Cluster, answer: Answer, request: pytest.FixtureRequest) -> float:
     read = cluster.read
+    request.node.user_properties.append(("hostile_combination", f"precheck/{read}/{answer}"))
     answer.inject(cluster.emu, f"^GET {re.escape(read.path(ACTIVE))}$", read, ACTIVE)
     try:
         run, elapsed, peak_mb = _run(cluster, "precheck", ACTIVE)
@@ -268,12 +269,12 @@ def _precheck(cluster: Cluster, answer: Answer, request: pytest.FixtureRequest) 
     assert report["state"] == "active"
     _check(report, report["prediction"], read, ACTIVE, answer)
     assert peak_mb < RSS_MB
-    request.node.user_properties.append(("hostile_combination", f"precheck/{read}/{answer}"))
     return elapsed
 
 
 def _diagnose(cluster: Cluster, answer: Answer, request: pytest.FixtureRequest) -> float:
     read = cluster.read
+    request.node.user_properties.append(("hostile_combination", f"diagnose/{read}/{answer}"))
     answer.inject(cluster.emu, f"^GET {re.escape(read.path(TERMINATING))}$", read, TERMINATING)
     try:
         run, elapsed, peak_mb = _run(cluster, "diagnose", TERMINATING)
@@ -284,7 +285,6 @@ def _diagnose(cluster: Cluster, answer: Answer, request: pytest.FixtureRequest) 
     assert report["state"] == "terminating"
     _check(report, report, read, TERMINATING, answer)
     assert peak_mb < RSS_MB
-    request.node.user_properties.append(("hostile_combination", f"diagnose/{read}/{answer}"))
     return elapsed
 
 
