@@ -54,6 +54,9 @@ SECOND = "kiali-two"  # the second Terminating one (tests/hostile/test_hostile_b
 GROUP = "/apis/kiali.io/v1alpha1"
 JSON = dict[str, Any]
 
+# a process per case, and the slow answers wait for the deadline: not in the fast tier (make test-fast)
+pytestmark = pytest.mark.slow
+
 
 @dataclass(frozen=True)
 class Read:
