@@ -37,6 +37,7 @@ pytest_plugins = [
     "tests.fakes.slackapi.pytest_plugin",
     "tests._scheduling",
     "tests._untraced",
+    "tests._combinations",
 ]
 
 REPO = Path(__file__).resolve().parents[1]

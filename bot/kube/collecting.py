@@ -143,7 +143,7 @@ class _Namespace:
     def __init__(self, base: NamespaceSnapshot) -> None:
         self.base = base
         self.name = base.namespace
-        self.gaps: list[Gap] = []
+        self.gaps: list[Gap] = list(base.gaps)  # the read of the namespace itself may have left one
         self.contents: dict[str, tuple[KubeObject, ...]] = {}
         self.nodes: dict[str, KubeObject | None] = {}
         self.requested_nodes: set[str] = set()
@@ -494,13 +494,10 @@ def list_namespaces(transport: Transport, *, timeout: float | None = None) -> li
     query: dict[str, str] | None = None
     while True:
         try:
-            doc = transport.get("/api/v1/namespaces", query, timeout=timeout)
+            doc = transport.get("/api/v1/namespaces", query, timeout=timeout, kind="NamespaceList")
         except CallError as e:
             raise _refusal(connection.target.name, connection.host, e) from None
-        if not isinstance(doc, dict):
-            error = CallError(CallKind.STATUS, "the server sent no list of namespaces", 200)
-            raise _refusal(connection.target.name, connection.host, error)
-        items.extend(_trim_listed_namespace(item) for item in doc.get("items") or () if isinstance(item, dict))
+        items.extend(_trim_listed_namespace(item) for item in doc["items"])
         token = (doc.get("metadata") or {}).get("continue")
         if not token:
             return items
@@ -523,9 +520,11 @@ class Collector:
 
     # -- calls -----------------------------------------------------------------------------------
 
-    def _get(self, loop: _Loop, path: str, query: dict[str, str] | None = None) -> Any:
-        # the transport's retries (429, a 5xx or a dropped connection on a GET) stay within the deadline
-        return self.transport.get(path, query, timeout=self.options.call_timeout, deadline=loop.deadline)
+    def _get(self, loop: _Loop, path: str, query: dict[str, str] | None = None, *, kind: str | None = None) -> Any:
+        """A GET whose answer is judged (`bot.kube.answers`: an object of `kind` when given, a discovery
+        document of its shape...) before it is handed over: a malformed one is a CallError, so a gap.
+        The transport's retries (429, a 5xx or a dropped connection) stay within the deadline."""
+        return self.transport.get(path, query, timeout=self.options.call_timeout, deadline=loop.deadline, kind=kind)
 
     def _get_discovery(self, loop: _Loop, path: str) -> tuple[Any, str]:
         """/api or /apis, asked for aggregated discovery first: the document and its Content-Type."""
@@ -534,21 +533,28 @@ class Collector:
         )
 
     def _list(
-        self, loop: _Loop, path: str, query: dict[str, str] | None = None, max_pages: int | None = None
+        self,
+        loop: _Loop,
+        path: str,
+        query: dict[str, str] | None = None,
+        max_pages: int | None = None,
+        *,
+        kind: str | None = None,
     ) -> list[KubeObject]:
-        """All pages of a list (at most `max_pages`), each item trimmed and given its apiVersion and kind."""
+        """All pages of a list (at most `max_pages`), each item trimmed and given its apiVersion and kind.
+        Each page is judged as a list (`kind`, e.g. PodList, when given) before any item is taken."""
         items: list[KubeObject] = []
         params = dict(query or {})
         params["limit"] = str(self.options.page_size)
         pages = 0
         while True:
             pages += 1
-            doc = self._get(loop, path, params) or {}
+            doc = self._get(loop, path, params, kind=kind)
             api_version = doc.get("apiVersion", "")
-            kind = str(doc.get("kind", "")).removesuffix("List")
-            for item in doc.get("items") or ():
+            item_kind = str(doc["kind"]).removesuffix("List")
+            for item in doc["items"]:
                 item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", kind)
+                item.setdefault("kind", item_kind)
                 items.append(trim(item))
             token = (doc.get("metadata") or {}).get("continue")
             if not token or (max_pages is not None and pages >= max_pages):
@@ -566,19 +572,22 @@ class Collector:
         items: list[KubeObject] = []
         accept = METADATA_LIST
         while True:
+            # the list judged as what was asked for: metadata only (or the type's own list, from a server that
+            # ignores the Accept header), or, after a 406, the type's own list
+            own = f"{rtype.kind}List"
+            kind = ("PartialObjectMetadataList", own) if accept == METADATA_LIST else own
             try:
                 doc = self.transport.get(
-                    path, params, timeout=self.options.call_timeout, deadline=loop.deadline, accept=accept
+                    path, params, timeout=self.options.call_timeout, deadline=loop.deadline, accept=accept, kind=kind
                 )
             except CallError as e:
                 if e.status != 406 or accept != METADATA_LIST or is_value_resource(rtype.group, rtype.resource):
                     raise
                 accept, params, items = JSON, {"limit": str(self.options.page_size)}, []
                 continue
-            for item in (doc or {}).get("items") or ():
-                if isinstance(item, dict):
-                    items.append(trim(metadata_only(item, rtype.group_version, rtype.kind)))
-            token = ((doc or {}).get("metadata") or {}).get("continue")
+            for item in doc["items"]:
+                items.append(trim(metadata_only(item, rtype.group_version, rtype.kind)))
+            token = (doc.get("metadata") or {}).get("continue")
             if not token:
                 return items
             params["continue"] = token
@@ -600,9 +609,13 @@ class Collector:
             # is, a collection starts with them (a missing namespace, or an Active one not predicted,
             # wastes these two GETs); their answers are taken once the namespace is known
             run.discover()
-            namespace_object = self._read_namespace(namespace, deadline)
+            namespace_object, read_gaps = self._read_namespace(namespace, deadline)
             base = NamespaceSnapshot(
-                cluster=self.cluster, namespace=namespace, observed_at=observed_at, namespace_object=namespace_object
+                cluster=self.cluster,
+                namespace=namespace,
+                observed_at=observed_at,
+                namespace_object=namespace_object,
+                gaps=read_gaps,
             )
             if namespace_object is None:
                 pool.shutdown()
@@ -652,22 +665,37 @@ class Collector:
         snapshots: dict[str, NamespaceSnapshot] = {}
 
         def on_read(name: str, doc: Any) -> None:
-            read[name] = trim(doc) if isinstance(doc, dict) else None
+            read[name] = trim(doc)  # judged an object with metadata (`bot.kube.answers`)
+
+        read_gaps: dict[str, tuple[Gap, ...]] = {}
 
         def on_read_error(name: str, error: CallError) -> None:
             if error.status == 404:
                 read[name] = None
-            else:
+            elif error.status in (401, 403):
                 failed[name] = _refusal(self.cluster, host, error)
+            else:  # read from the list of namespaces instead, as `collect` does (`_read_namespace`)
+                loop.add(
+                    f"get namespace {name}",
+                    partial(self._listed_namespace, name, deadline),
+                    partial(on_listed, name, error),
+                    partial(on_unlisted, name, error),
+                )
+
+        def on_unlisted(name: str, first: CallError, _: CallError) -> None:
+            failed[name] = _refusal(self.cluster, host, first)
+
+        def on_listed(name: str, first: CallError, found: KubeObject | None) -> None:
+            read[name] = found
+            read_gaps[name] = (_namespace_read_gap(name, first),)
 
         deadline = started + self.options.deadline
         with self._pool(deadline) as pool:
             loop = _Loop(pool, deadline, self.options.progress)
             for name in names:
-                path = f"/api/v1/namespaces/{quote(name)}"
                 loop.add(
                     f"get namespace {name}",
-                    partial(self._get, loop, path),
+                    partial(self._get_namespace, name, deadline),
                     partial(on_read, name),
                     partial(on_read_error, name),
                 )
@@ -678,7 +706,11 @@ class Collector:
             existing: list[NamespaceSnapshot] = []
             for name, namespace_object in read.items():
                 base = NamespaceSnapshot(
-                    cluster=self.cluster, namespace=name, observed_at=observed_at, namespace_object=namespace_object
+                    cluster=self.cluster,
+                    namespace=name,
+                    observed_at=observed_at,
+                    namespace_object=namespace_object,
+                    gaps=read_gaps.get(name, ()),
                 )
                 if deletion_time(namespace_object or {}) is not None:
                     existing.append(base)
@@ -691,17 +723,50 @@ class Collector:
             pool.shutdown()
         return {name: failed[name] if name in failed else snapshots[name] for name in names}
 
-    def _read_namespace(self, namespace: str, deadline: float) -> KubeObject | None:
+    def _read_namespace(self, namespace: str, deadline: float) -> tuple[KubeObject | None, tuple[Gap, ...]]:
+        """The namespace (None: not found), and the gap its read left.
+
+        Its GET is given half the deadline at most: should it fail otherwise than by a 404 or a refusal of
+        our credentials (an answer in a shape it cannot have, too large, encoded, not in time, a server
+        error), the namespace is read once more from the list of namespaces (by a field selector on its
+        name), with what is left of the deadline, and the first failure is a gap of the report. Only when
+        that fails too is the cluster unreachable."""
         host = self.transport.connection.host
         try:
-            doc = self.transport.get(
-                f"/api/v1/namespaces/{quote(namespace)}", timeout=self.options.call_timeout, deadline=deadline
-            )
+            return trim(self._get_namespace(namespace, deadline)), ()
         except CallError as e:
             if e.status == 404:
-                return None
-            raise _refusal(self.cluster, host, e) from None
-        return trim(doc) if isinstance(doc, dict) else None
+                return None, ()
+            if e.status in (401, 403):
+                raise _refusal(self.cluster, host, e) from None
+            first = e
+        try:
+            found = self._listed_namespace(namespace, deadline)
+        except CallError:
+            raise _refusal(self.cluster, host, first) from None
+        return found, (_namespace_read_gap(namespace, first),)
+
+    def _get_namespace(self, namespace: str, deadline: float) -> Any:
+        """The GET of a namespace, judged a Namespace, in half the deadline at most (`_read_namespace`)."""
+        timeout = min(self.options.call_timeout, self.options.deadline / 2)
+        path = f"/api/v1/namespaces/{quote(namespace)}"
+        return self.transport.get(path, timeout=timeout, deadline=deadline, kind="Namespace")
+
+    def _listed_namespace(self, namespace: str, deadline: float) -> KubeObject | None:
+        """The namespace as the list of namespaces gives it (a field selector on its name); None: not there."""
+        listed = self.transport.get(
+            "/api/v1/namespaces",
+            {"fieldSelector": f"metadata.name={namespace}"},
+            timeout=self.options.call_timeout,
+            deadline=deadline,
+            kind="NamespaceList",
+        )
+        found = next((item for item in listed["items"] if meta(item).get("name") == namespace), None)
+        if found is None:
+            return None
+        found.setdefault("apiVersion", "v1")
+        found.setdefault("kind", "Namespace")
+        return trim(found)
 
 
 class _Run:
@@ -784,34 +849,41 @@ class _Run:
         # a call's label is the name of its gap, whether it fails or does not finish in time
         loop.add(
             "list apiservices (cluster-wide)",
-            lambda: self.c._list(loop, "/apis/apiregistration.k8s.io/v1/apiservices"),
+            lambda: self.c._list(loop, "/apis/apiregistration.k8s.io/v1/apiservices", kind="APIServiceList"),
             self._on_apiservices,
             self.gap("list apiservices (cluster-wide)"),
         )
         for path, kind in _WEBHOOKS:
             what = f"list {kind}s"
-            loop.add(what, partial(self.c._list, loop, path), self._on_webhooks(kind), self.gap(what))
+            call = partial(self.c._list, loop, path, kind=f"{kind}List")
+            loop.add(what, call, self._on_webhooks(kind), self.gap(what))
         loop.add(
             "list customresourcedefinitions",
-            lambda: self.c._list(loop, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+            lambda: self.c._list(
+                loop, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", kind="CustomResourceDefinitionList"
+            ),
             self._on_crds,
             self.gap("list customresourcedefinitions"),
         )
         for path, kind in _WORKLOADS:
             what = f"list {kind.lower()}s (cluster-wide workloads)"
-            loop.add(what, partial(self.c._list, loop, path), self._on_workloads(kind), self.gap(what))
+            call = partial(self.c._list, loop, path, kind=f"{kind}List")
+            loop.add(what, call, self._on_workloads(kind), self.gap(what))
         loop.add("get /version", lambda: self.c._get(loop, "/version"), self._on_version, self.gap("get /version"))
         loop.add(
             "list leases (cluster-wide)",
             lambda: self.c._list(
-                loop, "/apis/coordination.k8s.io/v1/leases", {"fieldSelector": f"metadata.namespace!={NODE_LEASES}"}
+                loop,
+                "/apis/coordination.k8s.io/v1/leases",
+                {"fieldSelector": f"metadata.namespace!={NODE_LEASES}"},
+                kind="LeaseList",
             ),
             lambda items: self.leases.extend(trim_lease(i) for i in items),
             self.optional_gap("list leases (cluster-wide)"),
         )
         loop.add(
             "list volumeattachments",
-            lambda: self.c._list(loop, "/apis/storage.k8s.io/v1/volumeattachments"),
+            lambda: self.c._list(loop, "/apis/storage.k8s.io/v1/volumeattachments", kind="VolumeAttachmentList"),
             self.volume_attachments.extend,
             self.optional_gap("list volumeattachments"),
         )
@@ -824,7 +896,11 @@ class _Run:
                 ns.gaps.append(Gap(what=label, reason="timeout", detail=f"not finished within {deadline:g}s"))
         for ns in self.namespaces:
             for gv, error in self.discovery_errors.items():
-                if ns.fallback_complete.get(gv) or gv.rpartition("/")[0] in STATELESS_GROUPS:
+                if error.malformed or error.kind is not CallKind.STATUS:
+                    # an answer not to believe (bot.kube.answers), refused, cut off or not in time: a gap,
+                    # whatever else was read (an error the server said is the namespace controller's too)
+                    pass
+                elif ns.fallback_complete.get(gv) or gv.rpartition("/")[0] in STATELESS_GROUPS:
                     continue  # nothing of it can be missing from our picture of the namespace
                 ns.gaps.append(
                     Gap(what=f"resources of {gv}", reason=_reason(error), detail=f"discovery failed: {error}")
@@ -878,7 +954,8 @@ class _Run:
             else:
                 ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
 
-        loop.add(what, partial(self.c._list, loop, path, None, EVENT_PAGES), ns.events.extend, failed, (ns,))
+        call = partial(self.c._list, loop, path, None, EVENT_PAGES, kind="EventList")
+        loop.add(what, call, ns.events.extend, failed, (ns,))
 
     def _attachments_of(self, ns: _Namespace) -> list[KubeObject]:
         """The VolumeAttachments on the nodes of the namespace's deleting pods or of its claims' volumes."""
@@ -947,11 +1024,9 @@ class _Run:
         """An APIGroupDiscoveryList: Current versions give their resources at once; Stale ones fail, as
         they do for the namespace controller, and their per-version document is asked as a second
         opinion (the evidence chain of a failing group version)."""
-        for item in (doc or {}).get("items") or ():
-            if not isinstance(item, dict):
-                continue
-            group = str((item.get("metadata") or {}).get("name") or "")
-            versions = [v for v in item.get("versions") or () if isinstance(v, dict)]
+        for item in doc["items"]:  # judged: an APIGroupDiscoveryList whose items are objects
+            group = str(_field(item.get("metadata"), "name") or "")
+            versions = [v for v in _listed(item.get("versions")) if isinstance(v, dict)]
             if versions:  # listed in preference order
                 self.preferred[group] = str(versions[0].get("version") or "")
             for entry in versions:
@@ -965,13 +1040,13 @@ class _Run:
                 )
                 resources = [
                     {
-                        "name": r.get("resource", ""),
-                        "kind": (r.get("responseKind") or {}).get("kind", ""),
+                        "name": str(r.get("resource") or ""),
+                        "kind": str(_field(r.get("responseKind"), "kind") or ""),
                         "namespaced": r.get("scope") == "Namespaced",
-                        "verbs": list(r.get("verbs") or ()),
+                        "verbs": list(_listed(r.get("verbs"))),
                     }
-                    for r in entry.get("resources") or ()
-                    if isinstance(r, dict)
+                    for r in _listed(entry.get("resources"))
+                    if isinstance(r, dict) and r.get("resource")
                 ]
                 self._on_resources(gv, {"resources": resources}, record=False)
 
@@ -981,7 +1056,7 @@ class _Run:
         if version:
             self._on_aggregated(doc, version)
             return
-        for core_version in (doc or {}).get("versions") or ():
+        for core_version in doc["versions"]:  # judged: an APIVersions whose versions are strings
             self._discover(f"/api/{core_version}", str(core_version))
 
     def _on_groups(self, answer: tuple[Any, str]) -> None:
@@ -990,10 +1065,12 @@ class _Run:
         if aggregated:
             self._on_aggregated(doc, aggregated)
             return
-        for group in (doc or {}).get("groups") or ():
-            name = str(group.get("name", ""))
-            preferred = (group.get("preferredVersion") or {}).get("version")
-            versions = [str(v.get("version")) for v in group.get("versions") or ()]
+        for group in doc["groups"]:  # judged: an APIGroupList whose groups are named objects
+            name = str(group["name"])
+            preferred = _field(group.get("preferredVersion"), "version")
+            versions = [
+                str(v["version"]) for v in _listed(group.get("versions")) if isinstance(v, dict) and v.get("version")
+            ]
             if preferred or versions:
                 self.preferred[name] = str(preferred or versions[0])
             for version in versions:
@@ -1005,9 +1082,9 @@ class _Run:
         group, _, version = group_version.rpartition("/")
         if self.preferred.get(group) != version:
             return
-        for resource in (doc or {}).get("resources") or ():
-            name = str(resource.get("name", ""))
-            verbs = tuple(str(v) for v in resource.get("verbs") or ())
+        for resource in doc["resources"]:  # judged: an APIResourceList whose resources are named objects
+            name = str(resource["name"])
+            verbs = tuple(str(v) for v in _listed(resource.get("verbs")))
             if "/" in name or not resource.get("namespaced") or "list" not in verbs:
                 continue
             rtype = ResourceType(group, version, name, str(resource.get("kind", "")), True, verbs)
@@ -1020,7 +1097,7 @@ class _Run:
         base = f"/api/{rtype.version}" if not rtype.group else f"/apis/{rtype.group}/{rtype.version}"
         path = f"{base}/namespaces/{quote(ns.name)}/{rtype.resource}"
         if rtype.key in FULL_CONTENTS:
-            call = partial(self.c._list, self.loop, path)
+            call = partial(self.c._list, self.loop, path, kind=f"{rtype.kind}List")
         else:
             call = partial(self.c._list_metadata, self.loop, path, rtype)
         self.loop.add(
@@ -1073,7 +1150,7 @@ class _Run:
             if error.status != 404:  # gone since the list: the metadata read is the last word on it
                 ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
 
-        self.loop.add(what, partial(self.c._get, self.loop, path), answered, failed, (ns,))
+        self.loop.add(what, partial(self.c._get, self.loop, path, kind=rtype.kind), answered, failed, (ns,))
 
     def _want_node(self, ns: _Namespace, node: str) -> None:
         if node in self.node_results:
@@ -1092,7 +1169,7 @@ class _Run:
 
         self.loop.add(
             f"get node {node}",
-            partial(self.c._get, self.loop, f"/api/v1/nodes/{quote(node)}"),
+            partial(self.c._get, self.loop, f"/api/v1/nodes/{quote(node)}", kind="Node"),
             lambda obj: answered(trim(obj)),
             answered,
             waiters,
@@ -1201,7 +1278,9 @@ class _Run:
                 label_selector = ",".join(f"{k}={v}" for k, v in sorted(pod_selector.items()))
                 loop.add(
                     f"list pods of service {namespace}/{name}",
-                    lambda: self.c._list(loop, f"/api/v1/namespaces/{ns}/pods", {"labelSelector": label_selector}),
+                    lambda: self.c._list(
+                        loop, f"/api/v1/namespaces/{ns}/pods", {"labelSelector": label_selector}, kind="PodList"
+                    ),
                     lambda pods: self.backend_pods.update({f"{namespace}/{meta(p).get('name')}": p for p in pods}),
                     self.gap(f"list pods of service {namespace}/{name}"),
                 )
@@ -1212,24 +1291,43 @@ class _Run:
 
         loop.add(
             f"get service {namespace}/{name}",
-            lambda: self.c._get(loop, f"/api/v1/namespaces/{ns}/services/{quote(name)}"),
+            lambda: self.c._get(loop, f"/api/v1/namespaces/{ns}/services/{quote(name)}", kind="Service"),
             on_service,
             optional(f"get service {namespace}/{name}"),
         )
         loop.add(
             f"list endpointslices of service {namespace}/{name}",
             lambda: self.c._list(
-                loop, f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices", {"labelSelector": selector}
+                loop,
+                f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+                {"labelSelector": selector},
+                kind="EndpointSliceList",
             ),
             self.slices.extend,
             optional(f"list endpointslices of service {namespace}/{name}"),
         )
         loop.add(
             f"get endpoints {namespace}/{name}",
-            lambda: self.c._get(loop, f"/api/v1/namespaces/{ns}/endpoints/{quote(name)}"),
+            lambda: self.c._get(loop, f"/api/v1/namespaces/{ns}/endpoints/{quote(name)}", kind="Endpoints"),
             lambda obj: self.endpoints.append(trim(obj)),
             optional(f"get endpoints {namespace}/{name}"),
         )
+
+
+def _namespace_read_gap(namespace: str, first: CallError) -> Gap:
+    """The gap a failed read of the namespace leaves once the list of namespaces gave it instead."""
+    detail = f"{first.message}; read from the list of namespaces instead"
+    return Gap(what=f"get namespace {namespace}", reason=_reason(first), detail=detail)
+
+
+def _field(node: Any, key: str) -> Any:
+    """`node[key]` when `node` is an object, else None (a document's inner parts, as a server sent them)."""
+    return node.get(key) if isinstance(node, dict) else None
+
+
+def _listed(node: Any) -> list[Any]:
+    """`node` when it is an array, else nothing."""
+    return node if isinstance(node, list) else []
 
 
 def _kept_events(ns: _Namespace) -> list[KubeObject]:

@@ -16,6 +16,7 @@ from typing import Any
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
+from bot.kube.answers import Kinds, Malformed, Shape, judge
 from bot.kube.connecting import Connection
 from bot.kube.observing import CallObserver, CallOutcome, status_outcome
 from bot.kube.requesting import (
@@ -69,6 +70,8 @@ class CallError(Exception):
     # the connection was dropped after the request went out (reset, closed without an answer): the
     # server may or may not have acted on it; for a GET, asking again is safe
     dropped: bool = False
+    # a 2xx answer in a shape it cannot have (`bot.kube.answers`): a gap, never "no objects"
+    malformed: bool = False
 
     def __str__(self) -> str:
         return self.message
@@ -150,8 +153,14 @@ class Transport:
         timeout: float | None = None,
         deadline: float | None = None,
         accept: str = JSON,
+        shape: Shape | None = None,
+        kind: Kinds = None,
     ) -> Any:
-        return self.call("GET", path, query=query, timeout=timeout, deadline=deadline, accept=accept)
+        """The document a GET answers, judged (`bot.kube.answers.judge`: the `shape` its path says unless
+        given, and the `kind` of a list or an object when given) before it is returned."""
+        return self.call(
+            "GET", path, query=query, timeout=timeout, deadline=deadline, accept=accept, shape=shape, kind=kind
+        )
 
     def get_negotiated(
         self, path: str, *, accept: str, timeout: float | None = None, deadline: float | None = None
@@ -173,9 +182,13 @@ class Transport:
         deadline: float | None = None,
         accept: str = JSON,
         content_types: list[str] | None = None,
+        shape: Shape | None = None,
+        kind: Kinds = None,
     ) -> Any:
         """`accept`: JSON (the whole object), or METADATA / METADATA_LIST (metadata only).
-        `content_types`: the answer's Content-Type is appended to it."""
+        `content_types`: the answer's Content-Type is appended to it. The answer to a GET is judged
+        (`shape`, `kind`: see `get`); one in a shape it cannot have is a CallError saying so (status 200,
+        `malformed`), not retried."""
         throttled = 0
         retried = False  # the one retry of a GET after a server error or a dropped connection
         while True:
@@ -192,6 +205,8 @@ class Transport:
                     timeout=attempt_timeout,
                     accept=accept,
                     content_types=content_types,
+                    shape=shape,
+                    kind=kind,
                 )
             except CallError as e:
                 if e.status == 429:
@@ -221,6 +236,8 @@ class Transport:
         timeout: float | None,
         accept: str = JSON,
         content_types: list[str] | None = None,
+        shape: Shape | None = None,
+        kind: Kinds = None,
     ) -> Any:
         send = partial(
             self._send,
@@ -232,6 +249,8 @@ class Transport:
             timeout=timeout,
             accept=accept,
             content_types=content_types,
+            shape=shape,
+            kind=kind,
         )
         if self.observer is None:
             return send()
@@ -255,6 +274,8 @@ class Transport:
         timeout: float | None,
         accept: str = JSON,
         content_types: list[str] | None = None,
+        shape: Shape | None = None,
+        kind: Kinds = None,
     ) -> Any:
         reader = self.connection.reader
         if method == "GET" and reader is not None:
@@ -266,6 +287,8 @@ class Transport:
                     timeout=timeout or self.call_timeout,
                     accept=accept,
                     content_types=content_types,
+                    shape=shape,
+                    kind=kind,
                 )
             except NotConnected:
                 pass  # nothing was sent: the client opens a connection and says why it cannot, in its words
@@ -278,6 +301,8 @@ class Transport:
             timeout=timeout,
             accept=accept,
             content_types=content_types,
+            shape=shape,
+            kind=kind,
         )
 
     def _read(
@@ -289,6 +314,8 @@ class Transport:
         timeout: float,
         accept: str,
         content_types: list[str] | None,
+        shape: Shape | None = None,
+        kind: Kinds = None,
     ) -> Any:
         """A GET by the connection's Reader, its failures said as those of the client (`_send_by_client`)."""
         try:
@@ -311,9 +338,10 @@ class Transport:
             raise CallError(CallKind.CONNECTION, f"the request could not be made ({e.__class__.__name__})") from None
         if not 200 <= answer.status <= 299:
             raise self._status_error(answer.status, answer.body, answer.headers.get("retry-after"))
+        content_type = str(answer.headers.get("content-type") or "")
         if content_types is not None:
-            content_types.append(str(answer.headers.get("content-type") or ""))
-        return _decoded_json(answer.body)
+            content_types.append(content_type)
+        return _judged(answer.body, path, answer.status, content_type, shape=shape, kind=kind)
 
     def _status_error(self, status: int, body: object, retry_after: object) -> CallError:
         """An answer with an error status, as callers see it (a 401 marks the connection refused)."""
@@ -341,6 +369,8 @@ class Transport:
         timeout: float | None,
         accept: str = JSON,
         content_types: list[str] | None = None,
+        shape: Shape | None = None,
+        kind: Kinds = None,
     ) -> Any:
         api = self.connection.api_client
         headers = {"Accept": accept}
@@ -360,8 +390,9 @@ class Transport:
                 # a (connect, read) pair: the client silently ignores a single float
                 _request_timeout=(timeout or self.call_timeout, timeout or self.call_timeout),
             )
+            content_type = str(response.headers.get("Content-Type") or "")
             if content_types is not None:
-                content_types.append(str(response.headers.get("Content-Type") or ""))
+                content_types.append(content_type)
             raw = _read_by_client(response, self.max_answer, started + (timeout or self.call_timeout))
         except Refused as e:
             raise _refused(path, e, method) from None
@@ -389,6 +420,9 @@ class Transport:
             # the request could not be built (a credential with a line break in it: http.client refuses
             # the header and quotes it, so the message is not repeated)
             raise CallError(CallKind.CONNECTION, f"the request could not be made ({e.__class__.__name__})") from None
+        if method == "GET":
+            status = int(getattr(response, "status", 200) or 200)
+            return _judged(raw, path, status, content_type, shape=shape, kind=kind)
         return _decoded_json(raw)
 
 
@@ -420,6 +454,16 @@ def _read_by_client(response: Any, limit: int, ends: float) -> bytearray:
 def _refused(path: str, error: Refused, method: str = "GET") -> CallError:
     """An answer not read whole on purpose (`requesting.Refused`), as the gap that names it."""
     return CallError(CallKind.CONNECTION, f"the answer to {method} {path} {error.why}")
+
+
+def _judged(
+    raw: bytes | bytearray, path: str, status: int, content_type: str, *, shape: Shape | None, kind: Kinds
+) -> Any:
+    """The answer to a GET once judged (`bot.kube.answers`), the one rule of both paths."""
+    try:
+        return judge(raw, path=path, status=status, content_type=content_type, shape=shape, kind=kind)
+    except Malformed as e:
+        raise CallError(CallKind.STATUS, str(e), status, malformed=True) from None
 
 
 def _decoded_json(raw: bytes | bytearray | None) -> Any:

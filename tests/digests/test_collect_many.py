@@ -172,6 +172,8 @@ def test_a_failed_read_of_one_namespace(cluster: Cluster) -> None:
         _stuck_with_configmap(api, ns)
     run_for(cluster.emu, 60, step=30)
     cluster.emu.knobs.inject_fault(r"^GET /api/v1/namespaces/flaky$", 500)
+    # and so is the list of namespaces, where its read is made once more (by its name)
+    cluster.emu.knobs.inject_fault(r"^GET /api/v1/namespaces$", 500, query=r"metadata\.name%3Dflaky")
 
     outcomes = cluster.collector().collect_each(["good", "flaky", "absent"])
 
@@ -247,7 +249,10 @@ class _PagingTransport:
         self.calls: list[dict[str, str] | None] = []
         self.connection = type("C", (), {"host": "https://paging", "target": ClusterTarget(name="paging")})()
 
-    def get(self, path: str, query: dict[str, str] | None = None, *, timeout: float | None = None) -> Any:
+    def get(
+        self, path: str, query: dict[str, str] | None = None, *, timeout: float | None = None, kind: str | None = None
+    ) -> Any:
+        assert kind == "NamespaceList"  # the answer is judged as the list it must be
         self.calls.append(query)
         page = len(self.calls)
         items = [{"metadata": {"name": f"ns-{page}-{i}", "uid": f"u{page}{i}", "labels": {"x": "y"}}} for i in range(2)]

@@ -163,6 +163,8 @@ def test_several_clusters_one_unreachable(clusters: Clusters, tmp_path: Path) ->
 def test_a_namespace_that_cannot_be_read(clusters: Clusters) -> None:
     emu, target = _prod(clusters)
     emu.knobs.inject_fault(r"^GET /api/v1/namespaces/old-a$", 500)
+    # and so is the list of namespaces, where its read is made once more (by its name)
+    emu.knobs.inject_fault(r"^GET /api/v1/namespaces$", 500, query=r"metadata\.name%3Dold-a")
 
     result = scan_cluster(target, stuck_after=HOUR, now=emu.clock.now(), options=OPTIONS)
 

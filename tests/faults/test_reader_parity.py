@@ -213,7 +213,9 @@ def test_a_body_that_is_not_json_is_said_the_same(emu: Emulator, kubeconfig: Pat
         emu, kubeconfig, lambda t: t._once("GET", NS_PATH, query=None, body=None, content_type=JSON, timeout=2)
     )
     assert kind == "error"
-    assert error.message == "the server sent a response that is not JSON"
+    assert error.message == (
+        f"the API server answered 200 with a body that is not JSON (cut short or garbled) for GET {NS_PATH}"
+    )
 
 
 def test_a_reset_connection_is_dropped_the_same(emu: Emulator, kubeconfig: Path) -> None:
@@ -544,6 +546,7 @@ def test_what_the_reader_does_not_reproduce_stays_with_the_client(emu: Emulator,
 
 
 LIMIT = 1024  # bytes, for the answers below
+EMPTY_LIST = b'{"kind": "XList", "items": []}'
 
 
 @pytest.mark.parametrize(
@@ -557,9 +560,9 @@ LIMIT = 1024  # bytes, for the answers below
         (b"HTTP/1.0 200 OK\r\n\r\n" + b" " * 5000, "was larger than"),
         (OK_HEAD + b"Content-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}", "came encoded (Content-Encoding: gzip)"),
         (OK_HEAD + b"Content-Encoding: deflate\r\n\r\n{}", "came encoded (Content-Encoding: deflate)"),
-        # at the limit, and said to be as it is
-        (OK_HEAD + b"Content-Length: 1024\r\n\r\n{}" + b" " * 1022, ""),
-        (OK_HEAD + b"Content-Encoding: identity\r\nContent-Length: 2\r\n\r\n{}", ""),
+        # at the limit, and said to be as it is (a list, as GET /api/v1/x must answer: bot.kube.answers)
+        (OK_HEAD + b"Content-Length: 1024\r\n\r\n" + EMPTY_LIST + b" " * (1024 - len(EMPTY_LIST)), ""),
+        (OK_HEAD + b"Content-Encoding: identity\r\nContent-Length: %d\r\n\r\n" % len(EMPTY_LIST) + EMPTY_LIST, ""),
     ],
 )
 def test_an_answer_too_large_or_encoded_is_refused_the_same(answer: bytes, refusal: str, tmp_path: Path) -> None:
