@@ -9,18 +9,14 @@ import itertools
 import json
 import os
 import re
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests._measured import run_measured
 from tests._python import PYTHON, assert_no_resource_warning
 from tests.faults._support import NAMESPACE, Cluster
-from tests.foundation.test_config import REPO
 
 # their assertions are about time: never beside another such test (tests/_scheduling.py)
 pytestmark = pytest.mark.timing
@@ -37,19 +33,6 @@ KIALI_GAP = f"list kialis.kiali.io in {NAMESPACE}"
 # A small process of its own starts the command and writes "seconds peak_rss_kib" of it: the peak RSS the
 # kernel keeps for a process counts that of the process it was forked from until its exec (here, the
 # tests' own, holding the emulator), as bench/diagnose.py's runner says
-_RUNNER = """
-import os, sys, time
-out, command = sys.argv[1], sys.argv[2:]
-started = time.monotonic()
-pid = os.posix_spawn(command[0], command, os.environ)
-_, status, usage = os.wait4(pid, 0)
-elapsed = time.monotonic() - started
-with open(out, "w") as f:
-    f.write(f"{elapsed} {usage.ru_maxrss}")
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
 def _diagnose(cluster: Cluster, env: dict[str, str] | None = None) -> tuple[dict[str, Any], float, float]:
     """The JSON report of `nsstuck diagnose` run as a child process; the seconds from its first request to
     its end (its collection, rules and report: the interpreter's start, which a loaded machine makes vary
@@ -59,35 +42,11 @@ def _diagnose(cluster: Cluster, env: dict[str, str] | None = None) -> tuple[dict
     figures = cluster.kubeconfig.parent / "figures"
     command = [*PYTHON, "-m", "bot", "diagnose", NAMESPACE, "--kubeconfig", str(cluster.kubeconfig)]
     command += ["--json", "--timeout", f"{TIMEOUT:g}"]
-    cluster.emu.journal.clear()
-    first: list[float] = []
-    done = threading.Event()
-
-    def watch() -> None:  # when the first request of the command comes
-        while not done.is_set() and not cluster.emu.journal.entries():
-            time.sleep(0.002)
-        first.append(time.monotonic())
-
-    watching = threading.Thread(target=watch, daemon=True)
-    watching.start()
-    try:
-        run = subprocess.run(
-            [sys.executable, "-c", _RUNNER, str(figures), *command],
-            capture_output=True,
-            text=True,
-            env=full_env,
-            cwd=REPO,
-            timeout=60,
-            check=False,
-        )
-        ended = time.monotonic()
-    finally:
-        done.set()
-        watching.join()
+    measured = run_measured(command, env=full_env, journal=cluster.emu.journal, figures=figures)
+    run = measured.run
     assert run.returncode == 0, run.stderr
     assert_no_resource_warning(run.stderr, "nsstuck diagnose")
-    _, peak_kib = figures.read_text().split()
-    return json.loads(run.stdout), ended - first[0], int(peak_kib) / 1024
+    return json.loads(run.stdout), measured.seconds, measured.peak_mb
 
 
 def _gap(report: dict[str, Any]) -> dict[str, Any]:

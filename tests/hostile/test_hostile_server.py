@@ -26,9 +26,6 @@ import json
 import os
 import re
 import subprocess
-import sys
-import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,12 +34,11 @@ from typing import Any
 
 import pytest
 
+from tests._measured import run_measured
 from tests._python import PYTHON, assert_no_resource_warning
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import apply_scenario
-from tests.faults.test_bounded_answers import _RUNNER
-from tests.foundation.test_config import REPO
 
 DEADLINE = 4.0  # the command's --timeout: a few seconds, which a loaded machine still collects this cluster in
 LATE = 1.0  # how much later than its deadline a command may end
@@ -213,36 +209,11 @@ def _run(cluster: Cluster, *args: str) -> tuple[subprocess.CompletedProcess[str]
     figures = cluster.kubeconfig.parent / "figures"
     command = [*PYTHON, "-m", "bot", *args, "--kubeconfig", str(cluster.kubeconfig), "-o", "json"]
     command += ["--timeout", f"{DEADLINE:g}"]
-    journal = cluster.emu.journal
-    journal.clear()
-    first: list[float] = []
-    done = threading.Event()
-
-    def watch() -> None:
-        while not done.is_set() and not journal.entries():
-            time.sleep(0.005)
-        first.append(time.monotonic())
-
-    watching = threading.Thread(target=watch, daemon=True)
-    watching.start()
-    try:
-        run = subprocess.run(
-            [sys.executable, "-c", _RUNNER, str(figures), *command],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=REPO,
-            timeout=60,
-            check=False,
-        )
-        ended = time.monotonic()
-    finally:
-        done.set()
-        watching.join()
+    measured = run_measured(command, env=env, journal=cluster.emu.journal, figures=figures)
+    run = measured.run
     assert "Traceback" not in run.stderr, run.stderr
     assert_no_resource_warning(run.stderr, "nsstuck " + " ".join(args))
-    _, peak_kib = figures.read_text().split()
-    return run, ended - first[0], int(peak_kib) / 1024
+    return run, measured.seconds, measured.peak_mb
 
 
 def _forced(findings: list[JSON]) -> bool:

@@ -1,0 +1,67 @@
+"""A command run as a child process and measured: from the first request the emulator hears from it to its
+end (the interpreter's own start left out, which a loaded machine makes vary by a second), and its peak RSS."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.fakes.kubeapi.journal import Journal
+from tests.foundation.test_config import REPO
+
+# runs the command with posix_spawn and reports its elapsed time and peak RSS (wait4's rusage is the
+# child's own, not the test process's)
+_RUNNER = """
+import os, sys, time
+out, command = sys.argv[1], sys.argv[2:]
+started = time.monotonic()
+pid = os.posix_spawn(command[0], command, os.environ)
+_, status, usage = os.wait4(pid, 0)
+elapsed = time.monotonic() - started
+with open(out, "w") as f:
+    f.write(f"{elapsed} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    run: subprocess.CompletedProcess[str]
+    seconds: float  # from the command's first request to its end
+    peak_mb: float
+
+
+def run_measured(command: list[str], *, env: dict[str, str], journal: Journal, figures: Path) -> Measured:
+    """`command` (its first element an executable path) as a child process against an emulator whose
+    `journal` is cleared first; `figures` is a scratch file of the test's."""
+    journal.clear()
+    first: list[float] = []
+    done = threading.Event()
+
+    def watch() -> None:  # when the first request of the command comes
+        while not done.is_set() and not journal.entries():
+            time.sleep(0.002)
+        first.append(time.monotonic())
+
+    watching = threading.Thread(target=watch, daemon=True)
+    watching.start()
+    try:
+        run = subprocess.run(
+            [sys.executable, "-c", _RUNNER, str(figures), *command],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=60,
+            check=False,
+        )
+        ended = time.monotonic()
+    finally:
+        done.set()
+        watching.join()
+    _, peak_kib = figures.read_text().split()
+    return Measured(run, ended - first[0], int(peak_kib) / 1024)
