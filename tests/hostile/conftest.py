@@ -137,8 +137,9 @@ class Hostile:
 
 
 @contextmanager
-def bot_under_attack(workdir: Path, *, socket_mode: bool = False) -> Iterator[Flow]:
-    """The Slack and Kubernetes emulators and a remediation bot on them (HTTP or Socket Mode)."""
+def emulators() -> Iterator[tuple[SlackEmulator, Emulator]]:
+    """The Slack and Kubernetes emulators, started for a module or the package (with the environment of
+    the tests' own fixtures cleared), and stopped at the end."""
     with pytest.MonkeyPatch.context() as env:
         for name in ENV_TO_CLEAR:
             env.delenv(name, raising=False)
@@ -148,11 +149,17 @@ def bot_under_attack(workdir: Path, *, socket_mode: bool = False) -> Iterator[Fl
         kube = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0, controllers=True)
         kube.start()
         try:
-            with remediation_bot(slack, kube, workdir, socket_mode=socket_mode) as flow:
-                yield flow
+            yield slack, kube
         finally:
             kube.stop()
             slack.stop()
+
+
+@contextmanager
+def bot_under_attack(workdir: Path, *, socket_mode: bool = False) -> Iterator[Flow]:
+    """The Slack and Kubernetes emulators and a remediation bot on them (HTTP or Socket Mode)."""
+    with emulators() as (slack, kube), remediation_bot(slack, kube, workdir, socket_mode=socket_mode) as flow:
+        yield flow
 
 
 @pytest.fixture(scope="package")

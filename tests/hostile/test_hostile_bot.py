@@ -10,24 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 
 from tests.approvals._flow import Flow, remediation_bot
-from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import apply_scenario
-from tests.fakes.slackapi import SlackEmulator
-from tests.fakes.slackapi.pytest_plugin import (
-    ALICE,
-    APP_TOKEN,
-    BOT_TOKEN,
-    ENV_TO_CLEAR,
-    OPS_CHANNEL,
-    SIGNING_SECRET,
-    populate_workspace,
-)
+from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL
+from tests.hostile.conftest import emulators
 from tests.hostile.test_hostile_server import (
     ANSWERS,
     LIMIT_MB,
@@ -52,32 +42,21 @@ CASES = [(read, answer) for read in READS for answer in ANSWERS if read.name == 
 def flow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flow]:
     """One bot for the module, on a cluster where kiali-two is Terminating, held by an orphaned Kiali."""
     workdir = tmp_path_factory.mktemp("hostile-bot")
-    with pytest.MonkeyPatch.context() as env:
-        for name in ENV_TO_CLEAR:
-            env.delenv(name, raising=False)
-        slack = SlackEmulator(signing_secret=SIGNING_SECRET, bot_token=BOT_TOKEN, app_token=APP_TOKEN)
-        populate_workspace(slack)
-        slack.start()
-        kube = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0, controllers=True)
-        kube.start()
-        try:
-            apply_scenario(kube, "seed003-kiali-orphaned-finalizer")
-            http = KubeHTTP(kube.url, kube.admin_token)
-            http.post("/api/v1/namespaces", {"metadata": {"name": SECOND}})
-            _orphaned_kiali(http, SECOND)
-            http.delete(f"/api/v1/namespaces/{SECOND}")
-            kube.settle()
-            kube.clock.advance(60)  # the namespace controller's next pass: the Kiali is being deleted
-            kube.settle()
-            kiali = http.get(f"/apis/kiali.io/v1alpha1/namespaces/{SECOND}/kialis/kiali")
-            assert kiali["metadata"].get("deletionTimestamp"), kiali
-            extra = {"NSSTUCK_MAX_ANSWER_MB": str(LIMIT_MB), "NSSTUCK_DIAGNOSIS_DEADLINE_SECONDS": str(DEADLINE)}
-            with remediation_bot(slack, kube, workdir, extra_env=extra) as running:
-                running.namespace = SECOND
-                yield running
-        finally:
-            kube.stop()
-            slack.stop()
+    with emulators() as (slack, kube):
+        apply_scenario(kube, "seed003-kiali-orphaned-finalizer")
+        http = KubeHTTP(kube.url, kube.admin_token)
+        http.post("/api/v1/namespaces", {"metadata": {"name": SECOND}})
+        _orphaned_kiali(http, SECOND)
+        http.delete(f"/api/v1/namespaces/{SECOND}")
+        kube.settle()
+        kube.clock.advance(60)  # the namespace controller's next pass: the Kiali is being deleted
+        kube.settle()
+        kiali = http.get(f"/apis/kiali.io/v1alpha1/namespaces/{SECOND}/kialis/kiali")
+        assert kiali["metadata"].get("deletionTimestamp"), kiali
+        extra = {"NSSTUCK_MAX_ANSWER_MB": str(LIMIT_MB), "NSSTUCK_DIAGNOSIS_DEADLINE_SECONDS": str(DEADLINE)}
+        with remediation_bot(slack, kube, workdir, extra_env=extra) as running:
+            running.namespace = SECOND
+            yield running
 
 
 def _diagnoses(flow: Flow) -> int:
