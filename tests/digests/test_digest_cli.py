@@ -14,14 +14,18 @@ from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import OPS_CHANNEL
 
+CONFIG = (
+    "clusters:\n  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n"
+    f"digests:\n  - channel: {OPS_CHANNEL}\n    schedule: '0 9 * * *'\n    stuck_after: 30m\n"
+)
 
-def _setup(tmp_path: Path, kube: Emulator) -> dict[str, str]:
+
+def setup_digest(tmp_path: Path, kube: Emulator, config: str = CONFIG) -> dict[str, str]:
+    """A stuck namespace `ddd`, `config` (its clusters' kubeconfig `prod.kubeconfig`), a migrated database
+    and a clock file: the environment of `nsstuck digest run`."""
     _namespace(kube, "ddd", delete=True)
     kube.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
-    (tmp_path / "nsstuck.yaml").write_text(
-        "clusters:\n  - name: prod-eu\n    kubeconfig: prod.kubeconfig\n"
-        f"digests:\n  - channel: {OPS_CHANNEL}\n    schedule: '0 9 * * *'\n    stuck_after: 30m\n"
-    )
+    (tmp_path / "nsstuck.yaml").write_text(config)
     (tmp_path / "now").write_text("2026-11-23T10:00:00Z")
     database = f"sqlite:///{tmp_path / 'n.db'}"
     migrated(database)
@@ -38,7 +42,7 @@ def _count(database: str, table: str) -> int:
 
 
 def test_a_dry_run_prints_the_digest_and_writes_nothing(kube_emulator: Emulator, tmp_path: Path) -> None:
-    env = _setup(tmp_path, kube_emulator)
+    env = setup_digest(tmp_path, kube_emulator)
     result = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, "--dry-run", env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Stuck namespaces (Mon 2026-11-23 10:00 UTC): 1 stuck longer than 30m")
@@ -56,7 +60,7 @@ def test_a_dry_run_prints_the_digest_and_writes_nothing(kube_emulator: Emulator,
 def test_a_run_posts_to_slack_and_the_next_one_remembers_it(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
-    env = _setup(tmp_path, kube_emulator)
+    env = setup_digest(tmp_path, kube_emulator)
     env.update({"SLACK_BOT_TOKEN": slack_emulator.bot_token, "NSSTUCK_SLACK_API_URL": slack_emulator.api_url})
     result = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, env=env)
     assert result.returncode == 0, result.stderr
@@ -74,7 +78,7 @@ def test_a_run_posts_to_slack_and_the_next_one_remembers_it(
 
 
 def test_bad_input_is_one_line(tmp_path: Path, kube_emulator: Emulator) -> None:
-    env = _setup(tmp_path, kube_emulator)
+    env = setup_digest(tmp_path, kube_emulator)
     result = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, env=env)  # no Slack token
     assert result.returncode == 2
     assert "SLACK_BOT_TOKEN" in result.stderr

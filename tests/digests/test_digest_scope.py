@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 
 from tests._cli import run_nsstuck
-from tests._migrated import migrated
-from tests.diagnosis.test_diagnose_cli import _namespace
+from tests.digests.test_digest_cli import setup_digest
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import OPS_CHANNEL, SECOND_CHANNEL
@@ -28,24 +27,10 @@ CONFIG = (
 )
 
 
-def _setup(tmp_path: Path, kube: Emulator, config: str = CONFIG) -> dict[str, str]:
-    _namespace(kube, "ddd", delete=True)
-    kube.write_kubeconfig(tmp_path / "prod.kubeconfig", context="prod")
-    (tmp_path / "nsstuck.yaml").write_text(config)
-    (tmp_path / "now").write_text("2026-11-23T10:00:00Z")
-    database = f"sqlite:///{tmp_path / 'n.db'}"
-    migrated(database)
-    return {
-        "NSSTUCK_CONFIG": str(tmp_path / "nsstuck.yaml"),
-        "NSSTUCK_DATABASE_URL": database,
-        "NSSTUCK_CLOCK_FILE": str(tmp_path / "now"),
-    }
-
-
 def test_a_digest_without_clusters_covers_only_those_its_channel_may_use(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:
-    env = _setup(tmp_path, kube_emulator)
+    env = setup_digest(tmp_path, kube_emulator, CONFIG)
     dry = run_nsstuck("digest", "run", "--channel", OPS_CHANNEL, "--dry-run", "-o", "json", env=env)
     assert dry.returncode == 0, dry.stderr
     sections = [s["cluster"] for s in json.loads(dry.stdout)["sections"]]
@@ -71,7 +56,7 @@ def test_a_channel_that_may_use_no_cluster_gets_no_digest_by_hand(kube_emulator:
         f"  - {{name: ops-eu, kubeconfig: prod.kubeconfig, channels: [{OPS_CHANNEL}]}}\n"
         f"  - {{name: payroll-eu, kubeconfig: prod.kubeconfig, channels: [{OPS_CHANNEL}]}}\n"
     )
-    env = _setup(tmp_path, kube_emulator, config)
+    env = setup_digest(tmp_path, kube_emulator, config)
     done = run_nsstuck("digest", "run", "--channel", SECOND_CHANNEL, "--dry-run", env=env)
     assert (done.returncode, done.stdout) == (2, "")
     assert (
