@@ -14,6 +14,7 @@ from bot.diagnosis import (
     finalizers,
     namespace_finalizers,
     pods,
+    policies,
     predicting,
     remedies,
     volumes,
@@ -71,7 +72,7 @@ def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
     seconds = max(0, int((snapshot.observed_at - deleted_at).total_seconds()))
 
     found: list[Finding] = []
-    for family in (apiservices, discovery, webhooks, pods, volumes, finalizers, namespace_finalizers):
+    for family in (apiservices, discovery, webhooks, policies, pods, volumes, finalizers, namespace_finalizers):
         found.extend(family.findings(ctx))
     found.extend(deletion_errors.findings(ctx, found))
     # no condition quotes a refusal: a fail-closed webhook on the namespace controller's delete-collection
