@@ -200,7 +200,7 @@ def _finding(ctx: Context, denial: Denial) -> Finding:
         commands,
     )
     later: list[Remedy] = []
-    if denial.binding:
+    if binding is not None:
         later.append(
             Remedy(
                 action=Action.INVESTIGATE,
@@ -209,6 +209,8 @@ def _finding(ctx: Context, denial: Denial) -> Finding:
                     f"Later, at higher risk, by hand: delete the binding {denial.binding} (every check {denial.name} "
                     "enforces through it stops until it is recreated)"
                 ),
+                # named, so that it is not taken for the first remedy (a remedy's id is its action and targets)
+                targets=(ObjectRef.of(binding, resource="validatingadmissionpolicybindings"),),
                 commands=(f"kubectl delete validatingadmissionpolicybinding {denial.binding}",),
             )
         )
