@@ -120,6 +120,7 @@ _OBJECT_LISTS = (
     "endpoints",
     "backend_pods",
     "webhook_configurations",
+    "admission_policies",
     "crds",
     "workloads",
     "leases",
@@ -146,6 +147,8 @@ class NamespaceSnapshot:
     backend_pods: tuple[KubeObject, ...] = ()
     # Validating- and MutatingWebhookConfigurations (kind tells them apart)
     webhook_configurations: tuple[KubeObject, ...] = ()
+    # ValidatingAdmissionPolicies and their bindings (kind tells them apart); empty on a server without them
+    admission_policies: tuple[KubeObject, ...] = ()
     crds: tuple[KubeObject, ...] = ()
     # nodes of the pods that are being deleted; None: the Node object does not exist
     nodes: Mapping[str, KubeObject | None] = field(default_factory=dict)

@@ -103,6 +103,12 @@ _WEBHOOKS = (
     ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
 )
 
+# ValidatingAdmissionPolicies and their bindings (GA in 1.30; a server without them answers 404: not a gap)
+_POLICIES = (
+    ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+    ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
+)
+
 
 # the controller's passes that must have succeeded for its count to cover the whole namespace
 _CLEAN_PASS = (ns_conditions.DISCOVERY, ns_conditions.PARSING, ns_conditions.CONTENT_FAILURE)
@@ -789,6 +795,7 @@ class _Run:
         self.apiservices: list[KubeObject] = []
         # per kind, joined in a fixed order at the end (the calls finish in any order)
         self.webhooks: dict[str, list[KubeObject]] = {}
+        self.policies: dict[str, list[KubeObject]] = {}
         self.crds: list[KubeObject] = []
         self.workloads: dict[str, list[KubeObject]] = {}
         self.services: dict[tuple[str, str], KubeObject] = {}
@@ -857,6 +864,10 @@ class _Run:
             what = f"list {kind}s"
             call = partial(self.c._list, loop, path, kind=f"{kind}List")
             loop.add(what, call, self._on_webhooks(kind), self.gap(what))
+        for path, kind in _POLICIES:
+            what = f"list {path.rpartition('/')[2]}"
+            call = partial(self.c._list, loop, path, kind=f"{kind}List")
+            loop.add(what, call, self._on_policies(kind), self.optional_gap(what))
         loop.add(
             "list customresourcedefinitions",
             lambda: self.c._list(
@@ -914,6 +925,7 @@ class _Run:
             "endpoints": tuple(sorted(self.endpoints, key=_namespaced_name)),
             "backend_pods": tuple(self.backend_pods[k] for k in sorted(self.backend_pods)),
             "webhook_configurations": tuple(o for _, kind in _WEBHOOKS for o in self.webhooks.get(kind, ())),
+            "admission_policies": tuple(o for _, kind in _POLICIES for o in self.policies.get(kind, ())),
             "crds": tuple(self.crds),
             "workloads": tuple(o for _, kind in _WORKLOADS for o in self.workloads.get(kind, ())),
             "server_version": self.server_version,
@@ -1202,6 +1214,14 @@ class _Run:
                     service = (webhook.get("clientConfig") or {}).get("service") or {}
                     if service:
                         self._follow_service(str(service.get("namespace", "")), str(service.get("name", "")))
+
+        return handle
+
+    def _on_policies(self, kind: str) -> Callable[[list[KubeObject]], None]:
+        def handle(items: list[KubeObject]) -> None:
+            for item in items:
+                item["kind"] = kind
+                self.policies.setdefault(kind, []).append(item)
 
         return handle
 

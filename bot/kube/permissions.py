@@ -44,6 +44,14 @@ READS: dict[str, tuple[Rule, ...]] = {
             ("list",),
         ),
     ),
+    # ValidatingAdmissionPolicies and their bindings: which one a namespace condition quotes as denying
+    "admission policies": (
+        Rule(
+            ("admissionregistration.k8s.io",),
+            ("validatingadmissionpolicies", "validatingadmissionpolicybindings"),
+            ("list",),
+        ),
+    ),
     # the types of a group whose discovery fails, and conversion webhooks
     "custom resource definitions": (Rule(("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list",)),),
     # which controller (if any) still runs for a finalizer or a webhook
