@@ -239,7 +239,7 @@ def stuck(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on as i
             blocking=True,
             summary=(
                 f"{what} {verb} finalizer {finalizer}; its controller ({name}) is alive but its cleanup keeps "
-                f"failing ({still}): {failure}"
+                f"failing: {failure}"
             ),
             objects=objects,
             evidence=(*base, *status, *log_evidence),
@@ -322,9 +322,8 @@ def _deadlock(  # noqa: PLR0917
         cause=Cause.FINALIZER_DEADLOCK,
         blocking=True,
         summary=(
-            f"{what} {verb} finalizer {finalizer}; its controller ({name}) is alive but cannot finish "
-            f"({progress.text}): its cleanup must create objects in namespace {ctx.snapshot.namespace}, which is "
-            "being deleted"
+            f"{what} {verb} finalizer {finalizer}; its controller ({name}) is alive but cannot finish: its cleanup "
+            f"must create objects in namespace {ctx.snapshot.namespace}, which is being deleted"
         ),
         objects=tuple(h.ref for h in held),
         evidence=(

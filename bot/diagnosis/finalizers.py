@@ -159,10 +159,9 @@ def findings(ctx: Context) -> list[Finding]:
             command = cleanup.log_command(ctx, judgement, moved.since) if moved is not None else None
             if command is not None:
                 steps.append(remedies.investigate(f"If it does not progress, read the logs of {name}", [command]))
-            still = f" ({moved.text})" if moved is not None else ""
             out.append(
                 still_deleting(
-                    f"{what} {verb} {finalizer}; {judgement.why} and should remove it{still}",
+                    f"{what} {verb} {finalizer}; {judgement.why} and should remove it",
                     objects=objects,
                     evidence=[*evidence, *judgement.evidence, *([moved.text] if moved is not None else [])],
                     remedies=remedies.rank(steps),

@@ -89,6 +89,10 @@ def is_error(line: str) -> bool:
     return bool(ERROR.search(line))
 
 
+def _word(word: str, line: str) -> bool:
+    return bool(word) and re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w-])", line) is not None
+
+
 @dataclass(frozen=True)
 class Subject:
     """A held object whose controller's log is read: how a line may name it."""
@@ -99,11 +103,13 @@ class Subject:
     uid: str = ""
 
     def named_in(self, line: str) -> bool:
+        """The line names it: its uid, `namespace/name`, or its name and its namespace as words (a name
+        alone may be another namespace's object of the same name)."""
         if self.uid and self.uid in line:
             return True
         if f"{self.namespace}/{self.name}" in line:
             return True
-        return re.search(rf"(?<![\w.-]){re.escape(self.name)}(?![\w-])", line) is not None
+        return _word(self.name, line) and _word(self.namespace, line)
 
     def to_json(self) -> dict[str, str]:
         return {"key": self.key, "namespace": self.namespace, "name": self.name, "uid": self.uid}
