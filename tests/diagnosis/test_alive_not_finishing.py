@@ -218,6 +218,32 @@ def test_a_forbidden_log_read_is_a_named_gap(kube: Emulator, kubeconfig: Path) -
     assert "force_finalize_namespace" not in offered
 
 
+def test_a_cluster_whose_controller_logs_are_off_is_not_read(kube: Emulator, tmp_path: Path) -> None:
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    config = tmp_path / "nsstuck.yaml"
+    config.write_text(
+        f"clusters:\n  - name: quiet\n    kubeconfig: {kubeconfig}\n    evidence:\n      controller_logs: false\n"
+    )
+    kube.journal.clear()
+    done = run_nsstuck(
+        "diagnose", "kiali-failing", "--cluster", "quiet", "-o", "json", env={"NSSTUCK_CONFIG": str(config)}
+    )
+    assert done.returncode == 0, done.stderr
+    assert not [line for line in kube.journal.lines() if "/log" in line]  # not asked for
+    report = json.loads(done.stdout)
+    finding = _first_blocking(report)
+    assert "evidence.controller_logs is false" in json.dumps(finding["evidence"])
+    # the object's status reports no failure, and the log was not read: nothing says why, nothing is guessed
+    assert report["cause"] == "unknown"
+    # a bad value is refused with a short message
+    config.write_text(
+        f"clusters:\n  - name: quiet\n    kubeconfig: {kubeconfig}\n    evidence:\n      controller_logs: sometimes\n"
+    )
+    bad = run_nsstuck("config", "check", env={"NSSTUCK_CONFIG": str(config)})
+    assert bad.returncode != 0
+    assert "controller_logs" in bad.stderr + bad.stdout
+
+
 # --- the bot ----------------------------------------------------------------------------------------
 
 
