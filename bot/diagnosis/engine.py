@@ -20,7 +20,7 @@ from bot.diagnosis import (
     volumes,
     webhooks,
 )
-from bot.diagnosis.context import Context, still_deleting
+from bot.diagnosis.context import NO_PROGRESS_AFTER, Context, still_deleting
 from bot.diagnosis.controller_state import RESYNC
 from bot.diagnosis.guarding import guard
 from bot.diagnosis.leases import LeaseState, controller_manager
@@ -38,6 +38,7 @@ CAUSE_ORDER = [
     Cause.POD_ON_LOST_NODE,
     Cause.PVC_IN_USE,
     Cause.FINALIZER_DEADLOCK,
+    Cause.CLEANUP_FAILING,
     Cause.ORPHANED_FINALIZER,
     Cause.DELETION_ERROR,
     Cause.NAMESPACE_FINALIZER,
@@ -49,7 +50,9 @@ CAUSE_ORDER = [
 SETTLING = timedelta(seconds=30)
 
 
-def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
+def diagnose(snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_PROGRESS_AFTER) -> Diagnosis:
+    """`no_progress_after`: how long a live controller's objects may stand still after their deletion
+    began before it is no longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES)."""
     base = Diagnosis(
         cluster=snapshot.cluster,
         namespace=snapshot.namespace,
@@ -61,7 +64,7 @@ def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
     )
     if snapshot.namespace_object is None:
         return base
-    ctx = Context(snapshot)
+    ctx = Context(snapshot, no_progress_after=no_progress_after)
     uid = ctx.namespace_ref.uid
     deleted_at = deletion_time(snapshot.namespace_object)
     if deleted_at is None:

@@ -73,6 +73,9 @@ class CollectOptions:
     predict: bool = True
     # the largest answer read, in bytes (NSSTUCK_MAX_ANSWER_MB): a larger one is a gap saying so
     max_answer: int = MAX_ANSWER
+    # seconds a live controller's objects may stand still after their deletion began before it is no
+    # longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES; issue 37 §1): the diagnosis's bound, and whose logs to read
+    no_progress_after: float = 1800.0
 
 
 @dataclass(frozen=True)

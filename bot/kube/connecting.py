@@ -51,6 +51,8 @@ class ClusterTarget:
     kubeconfig: Path | None = None
     context: str | None = None
     in_cluster: bool = False
+    # read the logs of the controllers of blocking objects (`evidence.controller_logs` in the config file)
+    controller_logs: bool = True
 
 
 @dataclass(frozen=True)

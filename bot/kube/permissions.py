@@ -62,6 +62,10 @@ READS: dict[str, tuple[Rule, ...]] = {
         Rule(("discovery.k8s.io",), ("endpointslices",), ("list",)),
         Rule(("",), ("pods",), ("list",)),
     ),
+    # the controller's own words (issue 37 §2): the recent log lines of the pods of a live controller whose
+    # objects stood still past the bound, only those naming the objects kept (redacted); a cluster's
+    # `evidence.controller_logs: false` turns the read off
+    "controller logs": (Rule(("",), ("pods/log",), ("get",)),),
     # the node of a pod that is being deleted (or, in an Active namespace, will be): gone, or NotReady?
     "nodes": (Rule(("",), ("nodes",), ("get",)),),
 }

@@ -30,6 +30,7 @@ from bot.kube.requesting import (
     TlsFailed,
     check_head,
     read_limited,
+    read_tail,
 )
 from bot.kube.watchdog import Watch
 
@@ -59,6 +60,14 @@ class CallKind(StrEnum):
     STATUS = "status"  # the server answered, with an error status
     TIMEOUT = "timeout"  # no answer in time (the server may have acted on it)
     CONNECTION = "connection"  # no connection, or it broke (see `CallError.dropped`)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The newest bytes of a text answer (a container's log): `cut` when older ones were dropped."""
+
+    body: bytes
+    cut: bool
 
 
 @dataclass(frozen=True)
@@ -166,6 +175,21 @@ class Transport:
             "GET", path, query=query, timeout=timeout, deadline=deadline, accept=accept, shape=shape, kind=kind
         )
 
+    def get_tail(
+        self,
+        path: str,
+        query: dict[str, str] | None = None,
+        *,
+        keep: int,
+        timeout: float | None = None,
+        deadline: float | None = None,
+    ) -> Tail:
+        """A text answer (`text/plain`, a pod's log) read to its end within the call's time, of which only
+        the last `keep` bytes are kept; not judged as JSON."""
+        answer = self.call("GET", path, query=query, timeout=timeout, deadline=deadline, accept="*/*", tail=keep)
+        assert isinstance(answer, Tail)
+        return answer
+
     def get_negotiated(
         self, path: str, *, accept: str, timeout: float | None = None, deadline: float | None = None
     ) -> tuple[Any, str]:
@@ -188,6 +212,7 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         """`accept`: JSON (the whole object), or METADATA / METADATA_LIST (metadata only).
         `content_types`: the answer's Content-Type is appended to it. The answer to a GET is judged
@@ -211,6 +236,7 @@ class Transport:
                     content_types=content_types,
                     shape=shape,
                     kind=kind,
+                    tail=tail,
                 )
             except CallError as e:
                 if e.status == 429:
@@ -242,6 +268,7 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         send = partial(
             self._send,
@@ -255,6 +282,7 @@ class Transport:
             content_types=content_types,
             shape=shape,
             kind=kind,
+            tail=tail,
         )
         if self.observer is None:
             return send()
@@ -280,6 +308,7 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         reader = self.connection.reader
         if method == "GET" and reader is not None:
@@ -293,6 +322,7 @@ class Transport:
                     content_types=content_types,
                     shape=shape,
                     kind=kind,
+                    tail=tail,
                 )
             except NotConnected:
                 pass  # nothing was sent: the client opens a connection and says why it cannot, in its words
@@ -307,6 +337,7 @@ class Transport:
             content_types=content_types,
             shape=shape,
             kind=kind,
+            tail=tail,
         )
 
     def _read(
@@ -320,10 +351,11 @@ class Transport:
         content_types: list[str] | None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         """A GET by the connection's Reader, its failures said as those of the client (`_send_by_client`)."""
         try:
-            answer = reader.get(path, query, accept=accept, timeout=timeout, limit=self.max_answer)
+            answer = reader.get(path, query, accept=accept, timeout=timeout, limit=self.max_answer, tail=tail)
         except ConnectTimeout:
             raise CallError(CallKind.TIMEOUT, f"timed out after {timeout:g}s (ConnectTimeoutError)") from None
         except ReadTimeout:
@@ -345,6 +377,8 @@ class Transport:
         content_type = str(answer.headers.get("content-type") or "")
         if content_types is not None:
             content_types.append(content_type)
+        if tail is not None:
+            return Tail(bytes(answer.body), answer.cut)
         return _judged(answer.body, path, answer.status, content_type, shape=shape, kind=kind)
 
     def _status_error(self, status: int, body: object, retry_after: object) -> CallError:
@@ -375,6 +409,7 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         headers = {"Accept": accept}
         if body is not None:
@@ -395,6 +430,7 @@ class Transport:
                     content_types=content_types,
                     shape=shape,
                     kind=kind,
+                    tail=tail,
                 )
         except CallError as e:
             if watch.fired and e.kind is not CallKind.TIMEOUT:
@@ -414,6 +450,7 @@ class Transport:
         content_types: list[str] | None,
         shape: Shape | None,
         kind: Kinds,
+        tail: int | None,
     ) -> Any:
         """The call through the client, watched by `_send_by_client`."""
         try:
@@ -432,6 +469,8 @@ class Transport:
             content_type = str(response.headers.get("Content-Type") or "")
             if content_types is not None:
                 content_types.append(content_type)
+            if tail is not None:
+                return Tail(*_tail_by_client(response, tail, ends))
             raw = _read_by_client(response, self.max_answer, ends)
         except Refused as e:
             raise _refused(path, e, method) from None
@@ -463,6 +502,25 @@ class Transport:
             status = int(getattr(response, "status", 200) or 200)
             return _judged(raw, path, status, content_type, shape=shape, kind=kind)
         return _decoded_json(raw)
+
+
+def _tail_by_client(response: Any, keep: int, ends: float) -> tuple[bytes, bool]:
+    """The last `keep` bytes of the client's answer, read whole by `ends` (`requesting.read_tail`)."""
+    try:
+        check_head(lambda name: None if name == "content-length" else response.headers.get(name), keep)
+
+        def bounded() -> None:
+            if ends - time.monotonic() <= 0:
+                raise urllib3.exceptions.ReadTimeoutError(None, "", "Read timed out.")  # type: ignore[arg-type]
+            sock = getattr(response.connection, "sock", None)
+            if sock is not None:
+                sock.settimeout(ends - time.monotonic())
+
+        body, cut = read_tail(partial(response.read1, decode_content=False), keep, bounded)
+        return bytes(body), cut
+    finally:
+        response.close()
+        response.release_conn()
 
 
 def _read_by_client(response: Any, limit: int, ends: float) -> bytearray:

@@ -94,9 +94,14 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: b
                 f":red_circle: {place} is *stuck*, Terminating for *{age}*\n"
                 f"*Cause:* {code(cause)}: {escape(blocking[0].summary)}"
             )
+            if blocking[0].progress is not None:
+                line += f"\n*Progress:* {escape(blocking[0].progress.text)}"
             text = f"{plain}: stuck ({cause}), Terminating for {age}"
         else:
             line = f":large_yellow_circle: {place} is Terminating for *{age}*: still deleting content, not stuck yet"
+            moving = next((f.progress for f in diagnosis.findings if f.progress is not None), None)
+            if moving is not None:
+                line += f"\n*Progress:* {escape(moving.text)}"
             text = f"{plain}: Terminating for {age}, not stuck yet"
     notes = []
     if requested_by:
@@ -187,6 +192,8 @@ def _finding_blocks(
     if finding.controller is not None:
         state = finding.controller.state.value
         blocks.append(_context(f"Controller: *{state}* ({CONTROLLER_STATES[state]})"))
+    if finding.progress is not None:
+        blocks.append(_context(f"Progress: *{escape(finding.progress.text)}*"))
     if finding.evidence:
         blocks.extend(_sections("Evidence", [f"• {escape(e)}" for e in finding.evidence]))
     if finding.objects:

@@ -69,7 +69,13 @@ from tests.approvals._flow import Flow
 from tests.conftest import REPO
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
-from tests.fakes.kubeapi.scenarios import apply_scenario, snapshot
+from tests.fakes.kubeapi.scenarios import (
+    CLEANUP_FAILING_OPERATOR,
+    apply_scenario,
+    cleanup_failing_log,
+    operator_pod,
+    snapshot,
+)
 from tests.fakes.kubeapi.tls import serving_cert
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import Delivery
@@ -86,6 +92,7 @@ DIGEST_CHANNEL = "C0SWEEPDG"
 SWEEP_CHANNELS = tuple(f"C0SWEEP{i:02d}" for i in range(8))
 IDENTITY = "nsstuck-sweep"  # who every canary credential authenticates as (names are not secrets)
 AUTH_KINDS = ("token", "tokenFile", "exec", "certificate", "basic")
+LOGGED = "cleanup-failing-live-operator"  # its operator's log gets a canary credential (issue 37)
 REMEDIATED = "seed002-configmap-finalizer"  # also requested, approved and applied through Slack
 FAST = {
     "NSSTUCK_REPOST_SECONDS": "1",
@@ -500,6 +507,16 @@ def _values_in(emu: Emulator, values: ValueCanaries) -> None:
     build_vault(emu, values, nodes=False)
 
 
+def _log_holds_a_credential(emu: Emulator, namespace: str, values: ValueCanaries) -> None:
+    """Issue 37: the live operator's log lines about the blocking Kiali carry a canary as a bearer token; the
+    diagnosis quotes those lines (redacted), so the canary must be in no report, post or row."""
+    ns = KubeHTTP(emu.url, emu.admin_token).get(f"/api/v1/namespaces/{namespace}")
+    deleted = datetime.fromisoformat(ns["metadata"]["deletionTimestamp"].replace("Z", "+00:00"))
+    operator_ns, _ = CLEANUP_FAILING_OPERATOR
+    lines = cleanup_failing_log(namespace, deleted, values.controller_log)
+    emu.pod_logs.set(operator_ns, operator_pod(emu, operator_ns), lines)
+
+
 @contextlib.contextmanager
 def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> Iterator[World]:
     root.mkdir(parents=True, exist_ok=True)
@@ -517,6 +534,8 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
             scenario = apply_scenario(emu, name)
             if name == REMEDIATED:
                 _values_in(emu, canaries.values)
+            if name == LOGGED:
+                _log_holds_a_credential(emu, scenario.expected.namespace, canaries.values)
             _admit(emu, canaries)
             kind = AUTH_KINDS[index % len(AUTH_KINDS)]
             cluster_name = "prod-eu" if name == REMEDIATED else name
