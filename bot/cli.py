@@ -205,6 +205,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.digesting import clock_for
     from bot.services.metrics import Metrics, StoreMetrics
     from bot.services.outbox import Outbox
+    from bot.services.recording import earlier_of
     from bot.services.remediating import Remediation, remediation_open
     from bot.services.supervising import WORKER_NICENESS, Priority, WorkerPool, default_size
     from bot.services.watching import watched_clusters
@@ -255,7 +256,8 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         answer_seconds=settings.worker_answer_seconds,
     )
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
-    diagnoser = workers.diagnoser(clusters.target, priority=Priority.PERSON, options=options)
+    earlier = partial(earlier_of, db)  # the earlier looks of an open incident go with its diagnosis job
+    diagnoser = workers.diagnoser(clusters.target, priority=Priority.PERSON, options=options, earlier=earlier)
     outbox = Outbox(db, slack, remediable=partial(remediation_open, config))
     answering = Answering(
         db,
@@ -296,7 +298,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         config=config,
         db=db,
         clusters=clusters,
-        diagnoser=workers.diagnoser(clusters.target, priority=Priority.SCHEDULE, options=options),
+        diagnoser=workers.diagnoser(clusters.target, priority=Priority.SCHEDULE, options=options, earlier=earlier),
         outbox=outbox,
         remediation=remediation,
         notifier=slack,

@@ -21,14 +21,35 @@ from datetime import datetime
 from bot.diagnosis.context import Context, Held
 from bot.diagnosis.controllers import NOT_CONTROLLERS
 from bot.domain.findings import Progress, Remaining
-from bot.domain.refs import deletion_time, meta, parse_time
+from bot.domain.refs import KubeObject, deletion_time, finalizers_of, meta, parse_time
+from bot.domain.snapshot import KEPT_VERSIONS, NamespaceSnapshot, Observation
 
 _COUNT = re.compile(r"has (\d+) resource instances")
 
 
 def remaining_count(ctx: Context) -> int | None:
     """The objects the namespace controller counted as remaining in its last pass (None: not counted)."""
-    for cond in (ctx.namespace_obj.get("status") or {}).get("conditions") or ():
+    return _remaining_in(ctx.namespace_obj)
+
+
+def observe(snapshot: NamespaceSnapshot) -> Observation:
+    """What a later diagnosis of the same incident needs of this snapshot to see progress: when, the
+    remaining count, and the resourceVersion of each object held by a finalizer while being deleted
+    (at most KEPT_VERSIONS of them, in a stable order)."""
+    versions: dict[str, str] = {}
+    for _, obj in snapshot.all_contents():
+        if len(versions) >= KEPT_VERSIONS:
+            break
+        m = meta(obj)
+        uid, version = str(m.get("uid") or ""), str(m.get("resourceVersion") or "")
+        if uid and version and m.get("deletionTimestamp") and finalizers_of(obj):
+            versions[uid] = version
+    remaining = _remaining_in(snapshot.namespace_object) if snapshot.namespace_object is not None else None
+    return Observation(at=snapshot.observed_at, remaining=remaining, versions=versions)
+
+
+def _remaining_in(namespace_obj: KubeObject) -> int | None:
+    for cond in (namespace_obj.get("status") or {}).get("conditions") or ():
         if isinstance(cond, dict) and cond.get("type") == "NamespaceContentRemaining":
             counts = [int(n) for n in _COUNT.findall(str(cond.get("message") or ""))]
             return sum(counts) if counts else None

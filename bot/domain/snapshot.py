@@ -136,6 +136,29 @@ class Observation:
         )
 
 
+# how many earlier observations an open incident keeps (the first, for the trend since the first
+# look, and the newest ones), and how many held objects' resourceVersions each keeps
+KEPT_OBSERVATIONS = 8
+KEPT_VERSIONS = 500
+
+
+def kept_observations(observations: tuple[Observation, ...], new: Observation) -> tuple[Observation, ...]:
+    """`observations` with `new` added, oldest first, bounded: the first and the newest are kept."""
+    together = tuple(sorted((*observations, new), key=lambda o: o.at))
+    if len(together) <= KEPT_OBSERVATIONS:
+        return together
+    return (together[0], *together[-(KEPT_OBSERVATIONS - 1) :])
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What a diagnosis of an open incident takes from the incident's earlier looks: the namespace UID
+    they were of (a namespace recreated under the same name is another one) and the observations."""
+
+    namespace_uid: str
+    observations: tuple[Observation, ...] = ()
+
+
 _OBJECT_LISTS = (
     "apiservices",
     "services",

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.engine import diagnose
 from bot.diagnosis.log_targets import log_targets
+from bot.diagnosis.progress import observe
 from bot.domain.findings import Diagnosis, Summary
 from bot.domain.refs import ClusterName
-from bot.domain.snapshot import NamespaceSnapshot
+from bot.domain.snapshot import Earlier, NamespaceSnapshot, Observation
 from bot.domain.snapshot_codec import StoredJson, compress_snapshot, decode_report, decompress_snapshot, encode_report
 from bot.errors import ClusterUnreachableError
 from bot.kube.collecting import CollectOptions, Collector, utcnow
@@ -75,6 +76,12 @@ class DiagnosisResult:
         return Summary.of(self.diagnosis)
 
     @cached_property
+    def observation(self) -> Observation:
+        """What a later diagnosis of the same incident needs of this one to see progress (small: a time,
+        a count and resourceVersions), kept with the incident."""
+        return observe(self.snapshot)
+
+    @cached_property
     def report(self) -> StoredJson:
         """The report as the database keeps it (JSON text)."""
         return encode_report(self.diagnosis)
@@ -89,12 +96,14 @@ class DiagnosisResult:
         return self.summary, self.report, self.snapshot_data
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"duration_ms": self.duration_ms, "stored": self.stored()}
+        return {"duration_ms": self.duration_ms, "stored": self.stored(), "observation": self.observation}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.duration_ms = state["duration_ms"]
         self._diagnosis = self._snapshot = None
         self.__dict__["summary"], self.__dict__["report"], self.__dict__["snapshot_data"] = state["stored"]
+        if state.get("observation") is not None:
+            self.__dict__["observation"] = state["observation"]
 
     def __repr__(self) -> str:
         summary = self.summary
@@ -103,13 +112,22 @@ class DiagnosisResult:
 
 # (registered cluster name, namespace) -> the diagnosis; raises ClusterUnreachableError or UserError
 Diagnoser = Callable[[ClusterName, str], DiagnosisResult]
+# (registered cluster name, namespace) -> the earlier looks of its open incident, if there is one
+EarlierOf = Callable[[ClusterName, str], Earlier | None]
 
 
 def diagnose_registered(
-    clusters: ClusterRegistry, cluster: ClusterName, namespace: str, *, options: CollectOptions | None = None
+    clusters: ClusterRegistry,
+    cluster: ClusterName,
+    namespace: str,
+    *,
+    options: CollectOptions | None = None,
+    earlier: Earlier | None = None,
 ) -> DiagnosisResult:
     """A registered cluster's namespace, with the client the registry keeps for that cluster."""
-    return diagnose_namespace(clusters.target(cluster), namespace, options=options, connections=clusters.connections)
+    return diagnose_namespace(
+        clusters.target(cluster), namespace, options=options, connections=clusters.connections, earlier=earlier
+    )
 
 
 def diagnose_namespace(
@@ -119,17 +137,19 @@ def diagnose_namespace(
     options: CollectOptions | None = None,
     clock: Callable[[], datetime] = utcnow,
     connections: ConnectionCache | None = None,
+    earlier: Earlier | None = None,
 ) -> DiagnosisResult:
     """Collect and diagnose, with a client of `connections` (a fresh one, closed after, without).
-    Raises ClusterUnreachableError or UserError; every other failure is a gap."""
+    `earlier`: the earlier looks of the namespace's open incident, for progress (used only when the
+    namespace still has their UID). Raises ClusterUnreachableError or UserError; every other failure is a gap."""
     options = options or CollectOptions()
     started = time.monotonic()
     try:
-        snapshot = _collect(target, namespace, options, clock, connections, started)
+        snapshot = _collect(target, namespace, options, clock, connections, started, earlier)
     except _Renew:
         # a kept client whose credentials the server no longer takes (an exec plugin's token revoked
         # before its expiry): once more, with the credentials loaded again
-        snapshot = _collect(target, namespace, options, clock, connections, started)
+        snapshot = _collect(target, namespace, options, clock, connections, started, earlier)
     bound = timedelta(seconds=options.no_progress_after)
     return DiagnosisResult(
         diagnose(snapshot, no_progress_after=bound), snapshot, int((time.monotonic() - started) * 1000)
@@ -147,6 +167,7 @@ def _collect(  # noqa: PLR0917 (diagnose_namespace's arguments, passed on as the
     clock: Callable[[], datetime],
     connections: ConnectionCache | None,
     started: float,
+    earlier: Earlier | None,
 ) -> NamespaceSnapshot:
     with _connection(target, options, connections) as connection:
         transport = Transport(connection, call_timeout=options.call_timeout, max_answer=options.max_answer)
@@ -156,7 +177,18 @@ def _collect(  # noqa: PLR0917 (diagnose_namespace's arguments, passed on as the
             if connection.refused and connection.lent > 1:
                 raise _Renew from None
             raise
+        snapshot = with_earlier(snapshot, earlier)
         return with_controller_logs(transport, target, snapshot, options, deadline=started + options.deadline)
+
+
+def with_earlier(snapshot: NamespaceSnapshot, earlier: Earlier | None) -> NamespaceSnapshot:
+    """The snapshot with the earlier looks of its incident: only those of this namespace UID, and made
+    before this snapshot."""
+    uid = str(((snapshot.namespace_object or {}).get("metadata") or {}).get("uid") or "")
+    if earlier is None or not uid or earlier.namespace_uid != uid:
+        return snapshot
+    seen = tuple(o for o in earlier.observations if o.at < snapshot.observed_at)
+    return replace(snapshot, earlier=seen) if seen else snapshot
 
 
 def with_controller_logs(

@@ -16,7 +16,7 @@ from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
 from bot.services.diagnosing import Diagnoser
 from bot.services.notifying import IncidentNotifier, Thread
-from bot.services.recording import record
+from bot.services.recording import note_observation, record
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,8 @@ def follow_up(
             changed += 1
             record(db, result, trigger="schedule", requested_by="schedule")
             _note(notifier, incident, cause=new_cause, summary=summary.headline)
+        else:  # no run recorded: what this look saw is kept all the same, for the next one's progress
+            note_observation(db, incident.id, result.observation)
         with db.unit_of_work() as uow:
             uow.incidents.mark_checked(incident.id, now())
     return FollowUp(checked, resolved, changed, unreachable)

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bot.domain.findings import Diagnosis, NamespaceState, Summary
+from bot.domain.refs import ClusterName
+from bot.domain.snapshot import Earlier, Observation, kept_observations
 from bot.domain.snapshot_codec import StoredJson
+from bot.errors import NsstuckError
 from bot.services.diagnosing import DiagnosisResult
 from bot.store.database import Database, UnitOfWork
 from bot.store.records import IncidentRecord
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -93,12 +100,51 @@ def _run(
         snapshot=snapshot,
         post_channel=post_channel,
     )
+    if incident is not None:
+        _observed(uow, incident, result.observation)
     return Recorded(
         run_id=run_id,
         incident_id=incident.id if incident else None,
         slack_channel=incident.slack_channel if incident else None,
         slack_thread_ts=incident.slack_thread_ts if incident else None,
     )
+
+
+def _seen(stored: list[Any] | None) -> tuple[Observation, ...]:
+    seen = []
+    for entry in stored or ():
+        try:
+            seen.append(Observation.from_json(entry))
+        except (KeyError, TypeError, ValueError):  # not one this release wrote: left out
+            continue
+    return tuple(seen)
+
+
+def _observed(uow: UnitOfWork, incident: IncidentRecord, observation: Observation) -> None:
+    kept = kept_observations(_seen(incident.observations), observation)
+    uow.incidents.set_observations(incident.id, [o.to_json() for o in kept])
+
+
+def note_observation(db: Database, incident_id: int, observation: Observation) -> None:
+    """Keep what a look at the incident's namespace saw (a follow-up that recorded no run)."""
+    with db.unit_of_work() as uow:
+        incident = uow.incidents.get(incident_id)
+        if incident is not None:
+            _observed(uow, incident, observation)
+
+
+def earlier_of(db: Database, cluster: ClusterName, namespace: str) -> Earlier | None:
+    """The earlier looks of the namespace's open incident, for progress; None when it has none, or the
+    database cannot tell now (a diagnosis does not wait for it: it then sees no earlier look)."""
+    try:
+        with db.unit_of_work() as uow:
+            incident = uow.incidents.open_by_name(cluster, namespace)
+    except NsstuckError as e:
+        log.warning("the earlier looks at %s/%s could not be read: %s", cluster, namespace, type(e).__name__)
+        return None
+    if incident is None or not incident.observations:
+        return None
+    return Earlier(namespace_uid=incident.namespace_uid, observations=_seen(incident.observations))
 
 
 def attach_thread(db: Database, incident_id: int, channel: str, thread_ts: str) -> tuple[str, str]:

@@ -62,7 +62,7 @@ from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget
 from bot.logs import current, log_context
 from bot.remediation.rechecking import CauseCheck, CauseChecked
-from bot.services.diagnosing import Diagnoser, DiagnosisResult
+from bot.services.diagnosing import Diagnoser, DiagnosisResult, EarlierOf
 from bot.services.metrics import Metrics
 from bot.services.working import (
     ANSWER_SECONDS,
@@ -260,13 +260,20 @@ class WorkerPool:
         return self.submit(job, priority=priority).result()
 
     def diagnoser(
-        self, target: Callable[[ClusterName], ClusterTarget], *, priority: Priority, options: CollectOptions
+        self,
+        target: Callable[[ClusterName], ClusterTarget],
+        *,
+        priority: Priority,
+        options: CollectOptions,
+        earlier: EarlierOf | None = None,
     ) -> Diagnoser:
         """A `Diagnoser` that runs on this pool: `target` says where a registered cluster is (raising
-        UnknownClusterError in this process, before anything is queued)."""
+        UnknownClusterError in this process, before anything is queued); `earlier` finds the earlier looks
+        of the namespace's open incident, sent with the job (read here: the workers have no database)."""
 
         def diagnose(cluster: ClusterName, namespace: str) -> DiagnosisResult:
-            result: DiagnosisResult = self.run(Diagnose(target(cluster), namespace, options), priority=priority)
+            job = Diagnose(target(cluster), namespace, options, earlier(cluster, namespace) if earlier else None)
+            result: DiagnosisResult = self.run(job, priority=priority)
             return result
 
         return diagnose

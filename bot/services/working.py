@@ -42,6 +42,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from bot import logs
+from bot.domain.snapshot import Earlier
 from bot.errors import (
     ClusterUnreachableError,
     NsstuckError,
@@ -89,6 +90,8 @@ class Diagnose:
     target: ClusterTarget
     namespace: str
     options: CollectOptions
+    # the earlier looks of the namespace's open incident (a few times, counts and resourceVersions), for progress
+    earlier: Earlier | None = None
 
 
 Job = Diagnose | CauseCheck
@@ -272,7 +275,9 @@ def answer_job(job: Job, connections: ConnectionCache, setup: WorkerSetup) -> An
     failure = None
     try:
         if isinstance(job, Diagnose):
-            result = diagnose_namespace(job.target, job.namespace, options=job.options, connections=connections)
+            result = diagnose_namespace(
+                job.target, job.namespace, options=job.options, connections=connections, earlier=job.earlier
+            )
             # encoded here (not while the answer is pickled, where a failure would end the worker)
             result.stored()
             value = result

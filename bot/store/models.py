@@ -82,6 +82,9 @@ class Incident(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
     # the watch posted its verdict unasked: set once, by a conditional update, so that one replica does
     watch_posted_at: Mapped[datetime | None]
+    # what each look at the namespace saw, for progress across follow-ups (issue 37 §1): a few entries of
+    # a time, the remaining count and resourceVersions by uid (`bot.domain.snapshot.Observation`)
+    observations: Mapped[list[Any] | None] = mapped_column(JsonDoc)
 
     diagnoses: Mapped[list[DiagnosisRun]] = relationship(
         back_populates="incident", order_by="DiagnosisRun.started_at", passive_deletes="all"

@@ -37,6 +37,7 @@ class IncidentRecord:
     created_at: datetime
     updated_at: datetime
     watch_posted_at: datetime | None
+    observations: list[Any] | None
 
 
 @dataclass(frozen=True)

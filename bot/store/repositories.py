@@ -111,6 +111,21 @@ class IncidentRepository:
         """The follow-up looked at the incident's namespace at `at`."""
         self._session.execute(update(Incident).where(Incident.id == incident_id).values(last_checked_at=at))
 
+    def set_observations(self, incident_id: int, observations: list[Any]) -> None:
+        """What the looks at the incident's namespace saw, for progress (the caller bounds the list)."""
+        self._session.execute(update(Incident).where(Incident.id == incident_id).values(observations=observations))
+
+    def open_by_name(self, cluster: str, namespace: str) -> IncidentRecord | None:
+        """The newest open incident of this namespace name on the cluster (the name may have had others)."""
+        query = (
+            select(Incident)
+            .where(Incident.cluster == cluster, Incident.namespace == namespace, Incident.status == IncidentStatus.OPEN)
+            .order_by(Incident.first_seen_at.desc(), Incident.id.desc())
+            .limit(1)
+        )
+        incident = self._session.scalars(query).one_or_none()
+        return None if incident is None else record_of(IncidentRecord, incident)
+
     def mark_resolution_posted(self, incident_id: int, at: datetime) -> None:
         """The thread was told that the incident is resolved."""
         self._session.execute(update(Incident).where(Incident.id == incident_id).values(resolution_posted_at=at))

@@ -1,0 +1,175 @@
+"""Issue 37 §1, progress across follow-ups: each look at an open incident's namespace keeps what it saw (a
+time, the namespace controller's remaining count, the resourceVersions of the objects held), and the next
+diagnosis of that incident is made with them, so that a follow-up tells "progressing: 5 → 2 objects" from
+"no progress for 3h". Through the real services (recording, the follow-up, the diagnosis) against the
+Kubernetes emulator, on SQLite and PostgreSQL (the runtime role too).
+
+One cluster holds two terminating namespaces, deleted 3 h ago, each with Kiali CRs that keep
+kiali.io/finalizer while the Kiali operator runs (Ready, its log silent about them):
+- kiali-moving: between two follow-ups, three of its five CRs are finished;
+- kiali-still: nothing moves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.domain.refs import ClusterName
+from bot.domain.snapshot import Earlier
+from bot.kube.connecting import ClusterTarget
+from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
+from bot.services.followup import follow_up
+from bot.services.recording import earlier_of, record
+from bot.store.database import Database
+from tests._rows import rows
+from tests.fakes.kubeapi import Emulator, FakeClock
+from tests.fakes.kubeapi.controllers._http import KubeHTTP
+from tests.fakes.kubeapi.scenarios import Api, _kiali_crd, _start, run_for
+
+CLUSTER = ClusterName("prod-eu")
+STUCK_FOR = timedelta(hours=3)
+MOVING, STILL = "kiali-moving", "kiali-still"
+CRS = {MOVING: 5, STILL: 2}
+
+
+def _kiali(api: Api, ns: str, name: str) -> None:
+    api.custom(
+        "kiali.io",
+        "v1alpha1",
+        "kialis",
+        ns,
+        {
+            "apiVersion": "kiali.io/v1alpha1",
+            "kind": "Kiali",
+            "metadata": {"name": name, "finalizers": ["kiali.io/finalizer"]},
+            "spec": {"deployment": {"namespace": ns}},
+        },
+    )
+
+
+@pytest.fixture
+def kube() -> Iterator[Emulator]:
+    # one per test (each backend's test finishes CRs of its own)
+    # the services read the real clock: the emulator's ends at the present, the deletions 3 h before
+    started = datetime.now(UTC) - STUCK_FOR - timedelta(minutes=2)
+    with Emulator(clock=FakeClock(started), seed=0) as emulator:
+        api = _start(emulator)
+        _kiali_crd(api)
+        api.namespace("kiali-operator")
+        api.deployment(
+            "kiali-operator",
+            "kiali-operator",
+            node="node-1",
+            image="quay.io/kiali/kiali-operator:v2.17.0",
+            labels={"app.kubernetes.io/name": "kiali-operator"},
+        )
+        for ns, count in CRS.items():
+            api.namespace(ns)
+            for i in range(count):
+                _kiali(api, ns, f"kiali-{i}")
+        run_for(emulator, 30)
+        for ns in CRS:
+            api.delete_namespace(ns)
+        run_for(emulator, 30)
+        emulator.clock.advance((datetime.now(UTC) - emulator.clock.now()).total_seconds() - 60)  # type: ignore[attr-defined]
+        emulator.settle()
+        yield emulator
+
+
+@pytest.fixture
+def target(kube: Emulator, tmp_path: Path) -> ClusterTarget:
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    return ClusterTarget(name=CLUSTER, kubeconfig=kubeconfig)
+
+
+def _diagnoser(database: Database, target: ClusterTarget) -> Any:
+    """What the bot's worker pool does: the open incident's earlier looks go with the diagnosis."""
+
+    def diagnose(cluster: ClusterName, namespace: str) -> DiagnosisResult:
+        return diagnose_namespace(target, namespace, earlier=earlier_of(database, cluster, namespace))
+
+    return diagnose
+
+
+def _progress(result: DiagnosisResult) -> dict[str, Any]:
+    report = result.diagnosis.to_json()
+    found = [f["progress"] for f in report["findings"] if f.get("progress")]
+    assert found, report["findings"]
+    progress: dict[str, Any] = found[0]
+    return progress
+
+
+def _finish(kube: Emulator, ns: str, names: list[str]) -> None:
+    """The operator finishes these CRs: their finalizer goes, the namespace controller counts again."""
+    http = KubeHTTP(kube.url, kube.admin_token)
+    for name in names:
+        http.patch(f"/apis/kiali.io/v1alpha1/namespaces/{ns}/kialis/{name}", {"metadata": {"finalizers": None}})
+    run_for(kube, 15)
+
+
+def test_follow_ups_tell_progress_from_standing_still(
+    kube: Emulator, target: ClusterTarget, database: Database, database_url: str
+) -> None:
+    diagnose = _diagnoser(database, target)
+    # the first look (someone asked): no earlier look, so no trend; the incidents are opened
+    for ns in CRS:
+        first = diagnose(CLUSTER, ns)
+        assert first.snapshot.earlier == ()
+        assert _progress(first)["remaining"] == []
+        record(database, first, trigger="slack", requested_by="U0ALICE01")
+    # a follow-up: nothing changed yet; each incident keeps a second look
+    done = follow_up(database, registered=lambda c: c == CLUSTER, diagnoser=diagnose, notifier=None)
+    assert (done.checked, done.resolved) == (2, 0)
+    kept = {r["namespace"]: r["observations"] for r in rows(database_url, "SELECT * FROM incidents")}
+    assert {ns: [o["remaining"] for o in _loaded(kept[ns])] for ns in CRS} == {MOVING: [5, 5], STILL: [2, 2]}
+    assert all(len(o["versions"]) == CRS[ns] for ns in CRS for o in _loaded(kept[ns]))
+
+    # the operator finishes three CRs of one namespace; the next follow-up sees the count drop
+    _finish(kube, MOVING, ["kiali-0", "kiali-1", "kiali-2"])
+    done = follow_up(database, registered=lambda c: c == CLUSTER, diagnoser=diagnose, notifier=None)
+    assert done.checked == 2
+    assert done.cause_changed == 1  # kiali-moving: its controller is at work after all
+    runs = rows(database_url, "SELECT namespace, cause, report FROM diagnoses ORDER BY id")
+    moving = [r for r in runs if r["namespace"] == MOVING]
+    assert [r["cause"] for r in moving] == ["unknown", "content_deleting"]
+    report = _loaded(moving[-1]["report"])
+    [found] = [f["progress"] for f in report["findings"] if f.get("progress")]
+    assert found["progressing"] is True
+    assert found["text"] == "progressing: 5 → 2 objects in 1 min"
+    assert [r["count"] for r in found["remaining"]] == [5, 5, 2]
+
+    # kiali-still: same count, same resourceVersions, three looks: no progress, the trend read and flat
+    again = diagnose(CLUSTER, STILL)
+    assert len(again.snapshot.earlier) == 3
+    progress = _progress(again)
+    assert progress["progressing"] is False
+    assert progress["text"].startswith("no progress for 3h")
+    assert [r["count"] for r in progress["remaining"]] == [2, 2, 2, 2]
+    assert again.diagnosis.cause is not None
+    assert again.diagnosis.cause.value == "unknown"
+    assert [r["cause"] for r in runs if r["namespace"] == STILL] == ["unknown"]  # no change, no run
+
+
+def _loaded(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_a_recreated_namespace_does_not_take_the_old_incidents_looks(
+    kube: Emulator, target: ClusterTarget, database: Database
+) -> None:
+    diagnose = _diagnoser(database, target)
+    record(database, diagnose(CLUSTER, STILL), trigger="slack", requested_by="U0ALICE01")
+    earlier = earlier_of(database, CLUSTER, STILL)
+    assert earlier is not None
+    assert len(earlier.observations) == 1
+    # the same name under another UID: the earlier looks are of another namespace
+    other = Earlier(namespace_uid="another-uid", observations=earlier.observations)
+    result = diagnose_namespace(target, STILL, earlier=other)
+    assert result.snapshot.earlier == ()
+    assert _progress(result)["remaining"] == []
