@@ -128,7 +128,7 @@ def render(lines: list[LogLine], query: dict[str, str], now: datetime, pod_name:
     if errs:
         raise invalid("PodLogOptions", "", pod_name, errs)
     if tail is not None:
-        lines = lines[len(lines) - tail :] if tail else []
+        lines = lines[max(0, len(lines) - tail) :] if tail else []  # more than there are: all of them
     since: datetime | None = None
     if since_raw:
         since = _since_time(since_raw)
