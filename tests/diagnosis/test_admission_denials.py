@@ -12,10 +12,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests._cli import run_nsstuck
+from tests.approvals._flow import remediation_bot
 from tests.corpus.loading import Case, load
+from tests.diagnosis.test_alive_not_finishing import _ask
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.slackapi import SlackEmulator
 from tests.foundation.test_clusters_check import grant, read_rules
 
 OBSERVED = "2026-11-20T12:00:00Z"
@@ -415,3 +420,18 @@ def test_on_the_fixed_aggregator_the_namespace_is_gone(tmp_path: Path) -> None:
         report = _cli_report(emu.write_kubeconfig(tmp_path / "kubeconfig"), "game-servers")
     assert report["state"] == "not_found"
     assert report["findings"] == []
+
+
+@pytest.mark.slow
+def test_the_bot_names_the_policy_denial_in_its_verdict_and_thread(
+    kube_emulator: Emulator, slack_emulator: SlackEmulator, tmp_path: Path
+) -> None:
+    load(kube_emulator, _case("backups", _policy_cluster()))
+    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
+        line, thread = _ask(flow, "backups")
+    assert "`webhook_blocks_delete`" in line
+    assert "ValidatingAdmissionPolicy pvc-backup-policy (binding pvc-backup-binding)" in line
+    # the thread quotes the denial and says what nsstuck did not evaluate; changing the policy comes first
+    assert "no params found for policy binding with `Deny` parameterNotFoundAction" in thread
+    assert "CEL that nsstuck does not evaluate" in thread
+    assert "persistentvolumeclaims/data-0" in thread
