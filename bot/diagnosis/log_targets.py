@@ -24,14 +24,16 @@ def log_targets(snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = N
     ctx = Context(snapshot, no_progress_after=no_progress_after)
     found: dict[tuple[str, str, str], LogTarget] = {}
     for finalizer, held in by_finalizer(ctx).items():
-        moved = progress.of(ctx, held)
-        if not moved.stuck:
-            continue
+        # the cheapest reading first: most finalizers of a namespace stuck for long have a dead controller,
+        # whose objects' progress (every object's managedFields) need not be read at all
         owner = catalogue.owner_for(finalizer, held[0].rtype.group)
         if owner.builtin or owner.handled_by_rule or owner.name.startswith("nothing"):
             continue
         judgement = controllers.judge(ctx, finalizer, owner, held)
         if judgement.state is ControllerState.DEAD or judgement.workload is None:
+            continue
+        moved = progress.of(ctx, held)
+        if not moved.stuck:
             continue
         workload = judgement.workload
         key = (str(workload.get("kind")), str(meta(workload).get("namespace")), name_of(workload))

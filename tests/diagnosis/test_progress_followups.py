@@ -173,3 +173,14 @@ def test_a_recreated_namespace_does_not_take_the_old_incidents_looks(
     result = diagnose_namespace(target, STILL, earlier=other)
     assert result.snapshot.earlier == ()
     assert _progress(result)["remaining"] == []
+
+
+def test_a_database_that_does_not_answer_leaves_the_diagnosis_without_earlier_looks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    gone = Database("postgresql+psycopg://nsstuck@127.0.0.1:1/nsstuck")  # nothing listens on port 1
+    try:
+        assert earlier_of(gone, CLUSTER, STILL) is None
+    finally:
+        gone.dispose()
+    assert "the earlier looks at prod-eu/kiali-still could not be read: StoreUnavailableError" in caplog.text
