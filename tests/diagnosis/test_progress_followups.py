@@ -13,6 +13,7 @@ kiali.io/finalizer while the Kiali operator runs (Ready, its log silent about th
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,9 +29,13 @@ from bot.services.followup import follow_up
 from bot.services.recording import earlier_of, record
 from bot.store.database import Database
 from tests._rows import rows
+from tests.approvals._flow import remediation_bot
+from tests.diagnosis.test_alive_not_finishing import _ask
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import Api, _kiali_crd, _start, run_for
+from tests.fakes.slackapi import SlackEmulator
+from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL
 
 CLUSTER = ClusterName("prod-eu")
 STUCK_FOR = timedelta(hours=3)
@@ -141,7 +146,7 @@ def test_follow_ups_tell_progress_from_standing_still(
     report = _loaded(moving[-1]["report"])
     [found] = [f["progress"] for f in report["findings"] if f.get("progress")]
     assert found["progressing"] is True
-    assert found["text"] == "progressing: 5 → 2 objects in 1 min"
+    assert re.fullmatch(r"progressing: 5 → 2 objects in \d+ min", found["text"])
     assert [r["count"] for r in found["remaining"]] == [5, 5, 2]
 
     # kiali-still: same count, same resourceVersions, three looks: no progress, the trend read and flat
@@ -173,6 +178,43 @@ def test_a_recreated_namespace_does_not_take_the_old_incidents_looks(
     result = diagnose_namespace(target, STILL, earlier=other)
     assert result.snapshot.earlier == ()
     assert _progress(result)["remaining"] == []
+
+
+# --- the bot: its follow-ups and a repeated /nsstuck, through its worker processes --------------------
+
+
+@pytest.mark.slow
+def test_the_bots_follow_up_sees_the_count_drop_and_a_repeated_ask_shows_it(
+    kube: Emulator, slack_emulator: SlackEmulator, tmp_path: Path
+) -> None:
+    fast = {"NSSTUCK_FOLLOW_UP_SECONDS": "1"}
+    with remediation_bot(slack_emulator, kube, tmp_path, extra_env=fast) as flow:
+        line, _ = _ask(flow, MOVING)
+        assert "`unknown`" in line
+        assert "*Progress:* no progress for 3h" in line
+
+        def looks() -> int | None:
+            kept = rows(flow.database, "SELECT observations FROM incidents")
+            count = len(_loaded(kept[0]["observations"]) or []) if kept else 0
+            return count if count >= 2 else None
+
+        slack_emulator.wait_for(looks, timeout=20)  # a follow-up looked again, and kept what it saw
+        _finish(kube, MOVING, ["kiali-0", "kiali-1", "kiali-2"])
+
+        # the next follow-up sees the count drop: the controller is at work, and the thread is told
+        verdict = next(m for m in slack_emulator.channel_messages(OPS_CHANNEL) if MOVING in slack_emulator.render(m))
+
+        def thread_says(words: str) -> str | None:
+            notes = [slack_emulator.render(m) for m in slack_emulator.thread(OPS_CHANNEL, str(verdict["ts"]))]
+            return next((n for n in notes if words in n), None)
+
+        note = slack_emulator.wait_for(lambda: thread_says("The cause changed"), timeout=20)
+        assert "`unknown` → `content_deleting`" in note
+        # asked again: the verdict goes to the incident's thread, with the count's trend
+        flow.bot.driver.slash_command("/nsstuck", f"prod-eu {MOVING}", user=ALICE, channel=OPS_CHANNEL)
+        again = slack_emulator.wait_for(lambda: thread_says("*Progress:* progressing"), timeout=30)
+    assert "not stuck yet" in again
+    assert re.search(r"\*Progress:\* progressing: 5 → 2 objects in \d+ min", again)
 
 
 def test_a_database_that_does_not_answer_leaves_the_diagnosis_without_earlier_looks(
