@@ -40,7 +40,7 @@ from bot.domain import conditions as ns_conditions
 from bot.domain.events import newest_first
 from bot.domain.events import view as event_view
 from bot.domain.findings import Gap
-from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta
+from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta, service_of_address
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
 from bot.domain.values import is_value_resource, metadata_only, snapshot_safe, without_values
 from bot.errors import ClusterUnreachableError
@@ -153,6 +153,8 @@ class _Namespace:
         self.only: frozenset[str] | None = None
         self.events: list[KubeObject] = []
         self.full_reads = 0
+        # the claims of deleting pods past their grace period, with the nodes of those pods (issue 37 §5)
+        self.claims: dict[str, set[str]] = {}
         # not being deleted: collected for a prediction of what its deletion will meet
         self.active = base.namespace_object is not None and deletion_time(base.namespace_object) is None
 
@@ -459,6 +461,51 @@ def trim_crd(obj: KubeObject) -> KubeObject:
         "metadata": trim(dict(obj.get("metadata") or {})),
         "spec": spec,
         "status": {"conditions": (obj.get("status") or {}).get("conditions") or []},
+    }
+
+
+# the sources of a PersistentVolume whose backend the rules follow (issue 37 §5), and what is kept of each:
+# where an NFS server is, which CSI driver serves a volume; of any other source only its name
+_VOLUME_SOURCE_KEYS = {"nfs": ("server", "path"), "csi": ("driver",)}
+
+
+def trim_volume(obj: KubeObject) -> KubeObject:
+    """A PersistentVolume reduced to what `bot.diagnosis.pod_volumes` reads: its identity and deletion, its
+    claim, its source (an NFS server and path, a CSI driver; any other source by name alone: no volume
+    handle, attributes or secret references) and its phase."""
+    m = meta(obj)
+    spec = obj.get("spec") or {}
+    kept: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key in _VOLUME_SOURCE_KEYS and isinstance(value, dict):
+            kept[key] = {k: value[k] for k in _VOLUME_SOURCE_KEYS[key] if k in value}
+        elif isinstance(value, dict) and key not in ("claimRef", "capacity", "nodeAffinity", "mountOptions"):
+            kept[key] = {}
+    claim = spec.get("claimRef")
+    if isinstance(claim, dict):
+        kept["claimRef"] = {k: claim[k] for k in ("namespace", "name", "uid") if k in claim}
+    if "storageClassName" in spec:
+        kept["storageClassName"] = spec["storageClassName"]
+    fields = ("name", "uid", "deletionTimestamp", "finalizers")
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {k: m[k] for k in fields if k in m},
+        "spec": kept,
+        "status": {k: v for k, v in (obj.get("status") or {}).items() if k == "phase"},
+    }
+
+
+def trim_csi_node(obj: KubeObject) -> KubeObject:
+    """A CSINode: its name and the names of the CSI drivers whose node plugin registered there."""
+    drivers = [
+        {"name": d["name"]} for d in (obj.get("spec") or {}).get("drivers") or () if isinstance(d, dict) and "name" in d
+    ]
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": meta(obj).get("name")},
+        "spec": {"drivers": drivers},
     }
 
 
@@ -806,6 +853,12 @@ class _Run:
         self.server_version: dict[str, Any] | None = None
         self.leases: list[KubeObject] = []
         self.volume_attachments: list[KubeObject] = []
+        # issue 37 §5: the PersistentVolumes (listed once, when a deleting pod past its grace mounts a claim;
+        # None until answered) and the CSINodes of the nodes of such pods
+        self.volumes: list[KubeObject] | None = None
+        self.volumes_asked = False
+        self.csi_nodes: dict[str, KubeObject | None] = {}
+        self.csi_nodes_asked: set[str] = set()
 
     def add_namespaces(self, bases: Sequence[NamespaceSnapshot]) -> None:
         """The namespaces collected (before `collect`, and before any answer is handed over by the loop)."""
@@ -926,6 +979,8 @@ class _Run:
                 nodes=dict(sorted(ns.nodes.items())),
                 events=tuple(_kept_events(ns)),
                 volume_attachments=tuple(self._attachments_of(ns)),
+                persistent_volumes=tuple(self._volumes_of(ns)),
+                csi_nodes={n: self.csi_nodes[n] for n in sorted(self.csi_nodes) if n in ns.requested_nodes},
                 gaps=tuple(sorted(ns.gaps, key=lambda g: (g.what, g.reason, g.detail))),
                 **shared,
             )
@@ -1130,6 +1185,8 @@ class _Run:
                 if node and ns.wants_node(pod) and node not in ns.requested_nodes:
                     ns.requested_nodes.add(node)
                     self._want_node(ns, str(node))
+                if node:
+                    self._want_volumes(ns, pod, str(node))
 
     def _read_whole(self, ns: _Namespace, rtype: ResourceType, index: int, name: str) -> None:
         """Read a watched object whole (its status, conditions and managers), in place of its metadata."""
@@ -1183,6 +1240,108 @@ class _Run:
             ns.nodes[node] = None
         else:
             ns.gaps.append(Gap(what=f"get node {node}", reason=_reason(result), detail=result.message))
+
+    # -- the volumes of pods their kubelet has not finished (issue 37 §5) -------------------------
+
+    def _want_volumes(self, ns: _Namespace, pod: KubeObject, node: str) -> None:
+        """For a deleting pod past its grace period in a terminating namespace: what its volumes need to be
+        torn down (an NFS server's Service and pods, the CSI driver's node plugin on its node, the
+        PersistentVolumes behind its claims). Read for those pods only, in parallel with the rest."""
+        deleted = deletion_time(pod)
+        if ns.active or deleted is None or deleted > ns.base.observed_at:
+            return
+        claims: list[str] = []
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            if not isinstance(volume, dict):
+                continue
+            nfs, csi = volume.get("nfs"), volume.get("csi")
+            if isinstance(nfs, dict):
+                self._follow_nfs(str(nfs.get("server") or ""))
+            if isinstance(csi, dict):
+                self._want_csi_node(node)
+            claim = volume.get("persistentVolumeClaim")
+            if isinstance(claim, dict) and claim.get("claimName"):
+                claims.append(str(claim["claimName"]))
+            elif isinstance(volume.get("ephemeral"), dict):
+                claims.append(f"{meta(pod).get('name')}-{volume.get('name')}")
+        if not claims:
+            return
+        for claim_name in claims:
+            ns.claims.setdefault(claim_name, set()).add(node)
+        if self.volumes is not None:
+            for pv in self.volumes:
+                self._follow_volume(pv)
+        elif not self.volumes_asked:
+            self.volumes_asked = True
+            self.loop.add(
+                "list persistentvolumes",
+                partial(self.c._list, self.loop, "/api/v1/persistentvolumes", kind="PersistentVolumeList"),
+                self._on_volumes,
+                self.optional_gap("list persistentvolumes"),
+            )
+
+    def _claimed_by(self, pv: KubeObject) -> set[str]:
+        """The nodes of the deleting pods (of every namespace collected) that mount the claim bound to `pv`."""
+        claim = (pv.get("spec") or {}).get("claimRef") or {}
+        return {
+            node
+            for ns in self.namespaces
+            if claim.get("namespace") == ns.name
+            for node in ns.claims.get(str(claim.get("name")), ())
+        }
+
+    def _on_volumes(self, items: list[KubeObject]) -> None:
+        self.volumes = [trim_volume(pv) for pv in items]
+        for pv in self.volumes:
+            self._follow_volume(pv)
+
+    def _follow_volume(self, pv: KubeObject) -> None:
+        nodes = self._claimed_by(pv)
+        if not nodes:
+            return
+        spec = pv.get("spec") or {}
+        if isinstance(spec.get("nfs"), dict):
+            self._follow_nfs(str(spec["nfs"].get("server") or ""))
+        if isinstance(spec.get("csi"), dict):
+            for node in sorted(nodes):
+                self._want_csi_node(node)
+
+    def _follow_nfs(self, server: str) -> None:
+        service = service_of_address(server)
+        if service is not None:
+            self._follow_service(*service)
+
+    def _want_csi_node(self, node: str) -> None:
+        if node in self.csi_nodes_asked:
+            return
+        self.csi_nodes_asked.add(node)
+
+        def answered(obj: Any) -> None:
+            self.csi_nodes[node] = trim_csi_node(obj)
+
+        def failed(error: CallError) -> None:
+            if error.status == 404:
+                self.csi_nodes[node] = None  # no CSI node plugin ever registered on it
+            else:
+                self.gap(f"get csinode {node}")(error)
+
+        self.loop.add(
+            f"get csinode {node}",
+            partial(self.c._get, self.loop, f"/apis/storage.k8s.io/v1/csinodes/{quote(node)}", kind="CSINode"),
+            answered,
+            failed,
+        )
+
+    def _volumes_of(self, ns: _Namespace) -> list[KubeObject]:
+        return sorted(
+            (
+                pv
+                for pv in self.volumes or ()
+                if ((pv.get("spec") or {}).get("claimRef") or {}).get("namespace") == ns.name
+                and str(((pv.get("spec") or {}).get("claimRef") or {}).get("name")) in ns.claims
+            ),
+            key=_namespaced_name,
+        )
 
     # -- cluster-wide context --------------------------------------------------------------------
 

@@ -324,7 +324,7 @@ def test_no_progress_past_ten_minutes_asks_to_look_at_the_kubelet_before_a_force
         nodes={"node-1": _node("node-1")},
     )
     finding = _only(diagnosis, Cause.CONTENT_DELETING)
-    assert finding.summary.startswith("pod web-1: no progress seen; look at the kubelet on node node-1")
+    assert finding.summary.startswith("pod web-1: no progress for 15m; look at the kubelet on node node-1")
     assert [r.action for r in finding.remedies] == [Action.INVESTIGATE, Action.FORCE_DELETE_POD]
     assert finding.remedies[1].risk is Risk.MEDIUM  # no volume, no StatefulSet
     # within ten minutes, the same pod is only waited for
@@ -423,9 +423,9 @@ def test_a_finished_pod_still_uses_its_claim_until_it_is_deleted() -> None:
 
 
 def test_silent_pods_on_one_node_are_one_finding_naming_them_all() -> None:
-    pods = tuple(_pod(f"web-{i}", past_grace=timedelta(minutes=40)) for i in range(5))
+    pods = tuple(_pod(f"web-{i}", past_grace=timedelta(minutes=20)) for i in range(5))
     diagnosis = _diagnose(contents={"pods": pods}, nodes={"node-1": _node("node-1")})
     finding = _only(diagnosis, Cause.CONTENT_DELETING)
-    assert finding.summary.startswith("5 pods (web-0, web-1, web-2, ...): no progress seen; look at the kubelet")
+    assert finding.summary.startswith("5 pods (web-0, web-1, web-2, ...): no progress for 20m; look at the kubelet")
     assert [o.name for o in finding.objects] == [f"web-{i}" for i in range(5)]
     assert [r.action for r in finding.remedies] == [Action.INVESTIGATE] + [Action.FORCE_DELETE_POD] * 5
