@@ -567,8 +567,9 @@ def _not_terminating(
     for t in group[:MAX_QUOTED]:
         name = t.pod.ref.name
         evidence.append(
-            f"pod {name} is {human_duration(t.overdue)} past its grace period on Ready node {node}, with no progress "
-            f"for {human_duration(t.still_for)}: no container stopped, no kubelet progress Event and no volume detach since"
+            f"pod {name} is {human_duration(t.overdue)} past its grace period on Ready node {node}, with no "
+            f"progress for {human_duration(t.still_for)}: no container stopped, no kubelet progress Event and no "
+            "volume detach since"
         )
         if t.containers:
             evidence.append(f"pod {name}: container(s) still running or not ready: {', '.join(t.containers)}")
