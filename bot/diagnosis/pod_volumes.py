@@ -100,9 +100,9 @@ def _nfs(ctx: Context, source: Source, server: str) -> Broken | None:
     chain = backend(ctx.snapshot, namespace, name)
     if chain.healthy:
         return None
-    where = f"{namespace}, the namespace being deleted" if namespace == ctx.snapshot.namespace else namespace
+    where = f"{namespace} (the namespace being deleted)" if namespace == ctx.snapshot.namespace else namespace
     if not chain.exists:
-        state = f"its Service {name} no longer exists in {where}"
+        state = f"its Service {name} in {where} no longer exists"
         short = f"NFS server {server} is gone"
     else:
         state = f"its Service {name} in {where} has no ready endpoint"

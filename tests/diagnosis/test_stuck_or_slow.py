@@ -480,7 +480,7 @@ def test_a_pod_standing_still_past_the_bound_on_a_ready_node_whose_nfs_server_is
     )
     assert [(o.kind, o.name) for o in finding.objects] == [("Pod", "app-0"), ("Node", "node-1")]
     assert any(
-        "its Service nfs-server no longer exists in ns, the namespace being deleted" in e for e in finding.evidence
+        "its Service nfs-server in ns (the namespace being deleted) no longer exists" in e for e in finding.evidence
     )
     assert any("their absence proves nothing" in e for e in finding.evidence)
     assert [(r.action, r.risk) for r in finding.remedies] == [

@@ -1636,8 +1636,9 @@ def _kubelet_scenarios() -> list[Scenario]:
             name="pod-nfs-server-gone-within-bound",
             title="the same pod a quarter of an hour after its grace period: not yet past the bound",
             description=(
-                "As pod-nfs-server-gone, twenty minutes after the delete: the report says how long the pod has stood still and "
-                "that its NFS server is gone, asks to look at the kubelet, and does not call it stuck yet."
+                "As pod-nfs-server-gone, twenty minutes after the delete: the report says how long the pod has "
+                "stood still and that its NFS server is gone, asks to look at the kubelet, and does not call it "
+                "stuck yet."
             ),
             build=lambda emu: _nfs_share(emu, "reports", minutes=20),
             options=v133,
