@@ -222,3 +222,18 @@ def broken_backends(
         if found is not None:
             out.append(found)
     return out
+
+
+def unread_volume_reads(ctx: Context, pods: list[KubeObject], node: str) -> list[str]:
+    """The gaps among the reads of what these pods' volumes need: the PersistentVolumes, the node's CSINode,
+    the Services (and their pods) of their NFS servers."""
+    services = {
+        f"{s[0]}/{s[1]}"
+        for pod in pods
+        for source in sources(ctx, pod)
+        if source.nfs_server and (s := service_of_address(source.nfs_server))
+    }
+    wanted = {"list persistentvolumes", f"get csinode {node}"}
+    for service in services:
+        wanted |= {f"get service {service}", f"list pods of service {service}"}
+    return [str(gap) for gap in ctx.snapshot.gaps if gap.what in wanted]

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from bot.diagnosis import remedies
 from bot.diagnosis.context import Context, Held, still_deleting
 from bot.diagnosis.controller_state import ordered_deletion
-from bot.diagnosis.pod_volumes import Broken, broken_backends
+from bot.diagnosis.pod_volumes import Broken, broken_backends, unread_volume_reads
 from bot.diagnosis.reading import (
     age,
     human_duration,
@@ -582,6 +582,11 @@ def _not_terminating(
             evidence.extend(t.errors[:MAX_QUOTED])
     for b in broken:
         evidence.extend(b.evidence)
+    unread = unread_volume_reads(ctx, [t.pod.obj for t in group], node)
+    if unread:
+        evidence.append(
+            f"what its volumes need could not all be read, so no backend is judged there: {'; '.join(unread)}"
+        )
     if not any(t.errors for t in group):
         evidence.append(
             "no kubelet Event (FailedKillPod, FailedUnMount) about these pods: a terminating namespace takes no new "

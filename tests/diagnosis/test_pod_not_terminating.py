@@ -191,3 +191,26 @@ def test_the_bot_says_the_same_in_slack(
             assert report["cause"] == SCENARIOS[name].expected.causes[0]
     finally:
         emu.stop()
+
+
+@pytest.mark.parametrize("built", ["pod-nfs-server-gone"], indirect=True)
+def test_a_refused_read_of_the_volumes_is_a_named_gap_and_no_backend_is_guessed(
+    built: Emulator, tmp_path: Path
+) -> None:
+    built.knobs.inject_fault(r"^GET /api/v1/persistentvolumes$", 403)
+    kubeconfig = built.write_kubeconfig(tmp_path / "kubeconfig")
+    result = run_nsstuck("diagnose", "reports", "--kubeconfig", str(kubeconfig), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert [(g["what"], g["reason"]) for g in report["gaps"]] == [("list persistentvolumes", "forbidden")]
+    [finding] = [f for f in report["findings"] if f["blocking"]]
+    assert finding["cause"] == "pod_not_terminating"  # the pod stood still, whatever its volumes need
+    assert "NFS" not in finding["summary"]
+    assert (
+        "what its volumes need could not all be read, so no backend is judged there: list persistentvolumes: forbidden"
+        in _evidence(finding)
+    )
+    actions = [r["action"] for r in finding["remedies"]]
+    assert actions[:2] == ["investigate", "restore_backend"]  # the kubelet's log, then its restart
+    assert "force_finalize_namespace" not in actions  # never on incomplete evidence
