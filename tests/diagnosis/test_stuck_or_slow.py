@@ -559,6 +559,14 @@ def test_a_csi_driver_without_a_node_plugin_on_the_pods_node_is_named() -> None:
     )
     finding = _only(registered, Cause.POD_NOT_TERMINATING)
     assert [r.action for r in finding.remedies][:2] == [Action.INVESTIGATE, Action.RESTORE_BACKEND]
+    # a node without a CSINode (404): no CSI node plugin ever registered there
+    none = _diagnose(
+        contents={"pods": (_pod("db-0", past_grace=timedelta(hours=2), claim="data"),)},
+        nodes={"node-1": _node("node-1")},
+        persistent_volumes=(_csi_volume("data", "ebs.csi.aws.com"),),
+        csi_nodes={"node-1": None},
+    )
+    assert any("node node-1 has no CSINode" in e for e in _only(none, Cause.POD_NOT_TERMINATING).evidence)
     assert "nothing nsstuck can read says why" in finding.remedies[0].description
 
 
