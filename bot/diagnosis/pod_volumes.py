@@ -163,7 +163,11 @@ def _csi(ctx: Context, source: Source, driver: str, node: str) -> Broken | None:
     if csi_node is None:
         state = f"node {node} has no CSINode: no CSI node plugin is registered there"
     else:
-        state = f"CSINode {node} lists {', '.join(registered) or 'no driver'}, not {driver}"
+        state = (
+            f"CSINode {node} lists {', '.join(registered)}, not {driver}"
+            if registered
+            else f"CSINode {node} lists no driver"
+        )
     return Broken(
         evidence=(
             f"{source.volume} is served by CSI driver {driver}, which has no node plugin on node {node} ({state}): "
