@@ -185,10 +185,10 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         )
     from functools import partial
 
-    from bot.store import migrating
+    from bot.store import schema_version
     from bot.store.database import Database
 
-    current, head = migrating.current_revision(settings.database_url), migrating.head_revision()
+    current, head = schema_version.current_revision(settings.database_url), schema_version.HEAD_REVISION
     if current != head:
         raise ConfigError(
             "environment",
@@ -561,11 +561,11 @@ def is_stuck(diagnosis: Diagnosis) -> bool:
 
 def _migrated_database(ctx: Context) -> Database:
     """The database of NSSTUCK_DATABASE_URL, refused (exit 2, one line) unless its schema is at head."""
-    from bot.store import migrating
+    from bot.store import schema_version
     from bot.store.database import Database
 
     url = ctx.settings.database_url
-    current, head = migrating.current_revision(url), migrating.head_revision()
+    current, head = schema_version.current_revision(url), schema_version.HEAD_REVISION
     if current != head:
         raise ConfigError(
             "environment",

@@ -31,8 +31,12 @@ from bot.kube.requesting import (
     check_head,
     read_limited,
 )
+from bot.kube.watchdog import Watch
 
 UNAVAILABLE = "the server is currently unable to handle the request"
+# how long after a call's deadline its sockets are shut (bot.kube.watchdog), if urllib3's own timeouts
+# have not ended it by then
+WATCH_GRACE = 0.1
 NOT_FOUND = "the server could not find the requested resource"
 
 # what a call asks the answer to be: the object as JSON, or only its metadata (the API server's
@@ -372,13 +376,48 @@ class Transport:
         shape: Shape | None = None,
         kind: Kinds = None,
     ) -> Any:
-        api = self.connection.api_client
         headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         started = time.monotonic()
+        ends = started + (timeout or self.call_timeout)
+        watch = Watch(ends + WATCH_GRACE)
         try:
-            response = api.call_api(
+            with watch:
+                return self._by_client(
+                    method,
+                    path,
+                    query=query,
+                    body=body,
+                    headers=headers,
+                    timeout=timeout,
+                    ends=ends,
+                    content_types=content_types,
+                    shape=shape,
+                    kind=kind,
+                )
+        except CallError as e:
+            if watch.fired and e.kind is not CallKind.TIMEOUT:
+                raise _watch_fired(timeout or self.call_timeout) from None
+            raise
+
+    def _by_client(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None,
+        body: Any,
+        headers: dict[str, str],
+        timeout: float | None,
+        ends: float,
+        content_types: list[str] | None,
+        shape: Shape | None,
+        kind: Kinds,
+    ) -> Any:
+        """The call through the client, watched by `_send_by_client`."""
+        try:
+            response = self.connection.api_client.call_api(
                 path,
                 method,
                 query_params=list((query or {}).items()),
@@ -393,7 +432,7 @@ class Transport:
             content_type = str(response.headers.get("Content-Type") or "")
             if content_types is not None:
                 content_types.append(content_type)
-            raw = _read_by_client(response, self.max_answer, started + (timeout or self.call_timeout))
+            raw = _read_by_client(response, self.max_answer, ends)
         except Refused as e:
             raise _refused(path, e, method) from None
         except ApiException as e:
@@ -449,6 +488,12 @@ def _read_by_client(response: Any, limit: int, ends: float) -> bytearray:
         response.close()  # closes its connection too: what is left of the answer is not read
         response.release_conn()
         raise
+
+
+def _watch_fired(timeout: float) -> CallError:
+    """A call whose sockets the watchdog shut at its deadline (`bot.kube.watchdog`): whatever the read
+    then failed with, the call timed out."""
+    return CallError(CallKind.TIMEOUT, f"timed out after {timeout:g}s (ReadTimeoutError)")  # as the Reader says it
 
 
 def _refused(path: str, error: Refused, method: str = "GET") -> CallError:
