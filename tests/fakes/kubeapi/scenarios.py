@@ -1740,8 +1740,8 @@ def _stuck_or_slow_scenarios() -> list[Scenario]:
             title="a StatefulSet pod twelve minutes past its grace period on a Ready node, and no sign of its kubelet",
             description=(
                 "postgres-0 (CSI volume still attached) stays Terminating on Ready node-2; no container stopped, no "
-                "Event (none can be created in a terminating namespace), no error: no progress for ten minutes, look at "
-                "the kubelet before any force-delete, which is high risk here."
+                "Event (none can be created in a terminating namespace), no error: no progress for ten minutes, look "
+                "at the kubelet before any force-delete, which is high risk here."
             ),
             build=_pod_no_progress,
             options=v133,
