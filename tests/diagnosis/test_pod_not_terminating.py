@@ -17,11 +17,14 @@ from typing import Any
 import pytest
 
 from tests._cli import run_nsstuck
-from tests.approvals._flow import remediation_bot
+from tests._migrated import migrated
+from tests._rows import rows
+from tests.approvals._flow import FAST
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
 from tests.fakes.slackapi import SlackEmulator
-from tests.fakes.slackapi.pytest_plugin import OPS_CHANNEL
+from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, OPS_CHANNEL
+from tests.slack._bot import serve_process
 
 # how much of the emulator's time each build takes (`_start`'s 10 s, 30 s before the delete, then the wait)
 BUILD = {
@@ -159,38 +162,76 @@ def test_the_cli_names_a_volume_attachment_stuck_detaching(built: Emulator, tmp_
     assert finding["remedies"][0]["targets"][0]["kind"] == "VolumeAttachment"
 
 
-@pytest.mark.parametrize(
-    ("name", "verdict", "thread"),
-    [
-        (
-            "pod-nfs-server-gone",
-            "`pod_not_terminating`",
-            (
-                "NFS server nfs-server.reports.svc.cluster.local",
-                "no progress for",
-                "Restart the kubelet on node node-2",
-            ),
-        ),
-        ("pod-nfs-server-gone-within-bound", "not stuck yet", ("no progress for", "NFS share of server")),
-    ],
-)
-def test_the_bot_says_the_same_in_slack(
-    name: str, verdict: str, thread: tuple[str, ...], slack_emulator: SlackEmulator, tmp_path: Path
-) -> None:
-    emu = _built_until_now(name)
+# in Slack: the verdict's words, and what its thread says (the report's findings)
+IN_SLACK = {
+    "pod-nfs-server-gone": (
+        "`pod_not_terminating`",
+        ("NFS server nfs-server.reports.svc.cluster.local", "no progress for", "Restart the kubelet on node node-2"),
+    ),
+    "pod-nfs-server-gone-within-bound": ("not stuck yet", ("no progress for", "NFS share of server")),
+    "pod-csi-no-node-plugin": (
+        "`pod_not_terminating`",
+        ("CSI driver ebs.csi.aws.com has no node plugin on node node-2", "Bring back the node plugin"),
+    ),
+    "pod-volume-detach-stuck": ("`pod_not_terminating`", ("stuck detaching", "finish detaching volume")),
+}
+
+
+def test_the_bot_says_the_same_in_slack(slack_emulator: SlackEmulator, tmp_path: Path) -> None:
+    """One bot, a cluster registered for each scenario (each its own emulator): `/nsstuck <cluster> <ns>`."""
+    emulators: dict[str, Emulator] = {}
     try:
-        with remediation_bot(slack_emulator, emu, tmp_path) as flow:
-            flow.namespace = SCENARIOS[name].expected.namespace
-            ts = flow.diagnose()
-            said = flow.slack.render(next(m for m in flow.slack.channel_messages(OPS_CHANNEL) if m["ts"] == ts))
-            assert verdict in said, said
-            text = flow.wait_thread(thread[0])
-            for words in thread[1:]:
-                assert words in text, text
-            report = flow.latest_report()
-            assert report["cause"] == SCENARIOS[name].expected.causes[0]
+        lines = ["clusters:"]
+        for index, name in enumerate(IN_SLACK):
+            emu = emulators[name] = _built_until_now(name)
+            emu.write_kubeconfig(tmp_path / f"k{index}.kubeconfig", context=f"k{index}")
+            lines += [
+                f"  - name: kubelet-{index}",
+                f"    kubeconfig: k{index}.kubeconfig",
+                f"    channels: [{OPS_CHANNEL}]",
+                f"    approvers: [{APPROVERS}]",
+                "    required_approvals: 1",
+                "    remediation: true",
+            ]
+        config = tmp_path / "nsstuck.yaml"
+        config.write_text("\n".join(lines) + "\n")
+        database = f"sqlite:///{tmp_path / 'bot.db'}"
+        migrated(database)
+        with serve_process(slack_emulator, config, database, tmp_path, extra_env=FAST) as bot:
+            for index, (name, (verdict, thread)) in enumerate(IN_SLACK.items()):
+                cluster, namespace = f"kubelet-{index}", SCENARIOS[name].expected.namespace
+                delivery = bot.driver.slash_command(
+                    "/nsstuck", f"{cluster} {namespace}", user=ALICE, channel=OPS_CHANNEL
+                )
+                assert delivery.status == 200
+
+                def answered(cluster: str = cluster) -> dict[str, Any] | None:
+                    for message in slack_emulator.channel_messages(OPS_CHANNEL):
+                        if f"*{cluster}*" in slack_emulator.render(message):
+                            return message
+                    return None
+
+                message = slack_emulator.wait_for(answered, timeout=60, message=f"no verdict for {name}")
+                said = slack_emulator.render(message)
+                assert verdict in said, (name, said)
+
+                def threaded(ts: str = str(message["ts"]), words: str = thread[0]) -> str | None:
+                    text = "\n".join(slack_emulator.thread_text(OPS_CHANNEL, ts))
+                    return text if words in text else None
+
+                text = slack_emulator.wait_for(threaded, timeout=30, message=f"no {thread[0]!r} for {name}")
+                for words in thread[1:]:
+                    assert words in text, (name, text)
+                [row] = rows(
+                    database,
+                    "SELECT report FROM diagnoses WHERE cluster = :c ORDER BY id DESC LIMIT 1",
+                    c=cluster,
+                )
+                report = json.loads(row["report"]) if isinstance(row["report"], str) else row["report"]
+                assert report["cause"] == SCENARIOS[name].expected.causes[0], name
     finally:
-        emu.stop()
+        for emu in emulators.values():
+            emu.stop()
 
 
 @pytest.mark.parametrize("built", ["pod-nfs-server-gone"], indirect=True)
