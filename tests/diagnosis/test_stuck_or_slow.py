@@ -14,6 +14,7 @@ import pytest
 from bot.diagnosis.controller_state import server_version
 from bot.diagnosis.engine import diagnose
 from bot.domain.findings import Action, Cause, Diagnosis, Finding, Gap, Risk
+from bot.domain.refs import ClusterName
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -509,15 +510,17 @@ def test_within_the_bound_the_same_pod_is_still_waited_on_saying_how_long_it_sto
     assert finding.summary.startswith("pod app-0: no progress for 20m; look at the kubelet on node node-1")
     assert any("NFS share of server nfs-server.ns.svc" in e for e in finding.evidence)
     # a custom bound (the setting of issue 37 §1) moves the line
-    assert _diagnose_with_bound(pod, timedelta(minutes=15)).cause is Cause.POD_NOT_TERMINATING
+    assert _causes_with_bound(pod, timedelta(minutes=15)) == [Cause.POD_NOT_TERMINATING]
+    assert _causes_with_bound(pod, timedelta(minutes=25)) == [Cause.CONTENT_DELETING]
 
 
-def _diagnose_with_bound(pod: dict[str, Any], bound: timedelta) -> Diagnosis:
+def _causes_with_bound(pod: dict[str, Any], bound: timedelta) -> list[Cause]:
+    """The causes the pod rules give with another bound (what the lead wires from issue 37 §1's setting)."""
     from bot.diagnosis import pods as pod_rules
     from bot.diagnosis.context import Context
 
     snapshot = NamespaceSnapshot(
-        cluster="c",
+        cluster=ClusterName("c"),
         namespace="ns",
         observed_at=NOW,
         namespace_object=_namespace(timedelta(hours=1), [CONTENT_OK]),
@@ -526,16 +529,7 @@ def _diagnose_with_bound(pod: dict[str, Any], bound: timedelta) -> Diagnosis:
         nodes={"node-1": _node("node-1")},
         server_version=V133,
     )
-    found = pod_rules.findings(Context(snapshot), bound=bound)
-    return Diagnosis(
-        cluster="c",
-        namespace="ns",
-        observed_at=NOW,
-        state=diagnose(snapshot).state,
-        terminating_for_seconds=0,
-        complete=True,
-        findings=tuple(sorted(found, key=lambda f: not f.blocking)),
-    )
+    return [f.cause for f in pod_rules.findings(Context(snapshot), bound=bound)]
 
 
 def test_a_csi_driver_without_a_node_plugin_on_the_pods_node_is_named() -> None:
