@@ -33,6 +33,9 @@ class Cause(StrEnum):
     NAMESPACE_FINALIZER = "namespace_finalizer"
     WEBHOOK_BLOCKS_DELETE = "webhook_blocks_delete"
     POD_ON_LOST_NODE = "pod_on_lost_node"
+    # pods past their grace period on Ready nodes that the kubelet has not finished, with no progress
+    # for longer than the bound (a volume whose backend is gone, a hung runtime; issue 37 §5)
+    POD_NOT_TERMINATING = "pod_not_terminating"
     PVC_IN_USE = "pvc_in_use"
     DISCOVERY_FAILURE = "discovery_failure"
     DELETION_ERROR = "deletion_error"

@@ -149,6 +149,7 @@ _OBJECT_LISTS = (
     "leases",
     "events",
     "volume_attachments",
+    "persistent_volumes",
 )
 
 
@@ -186,6 +187,11 @@ class NamespaceSnapshot:
     events: tuple[KubeObject, ...] = ()
     # VolumeAttachments on the nodes of deleting pods, or of the namespace's claims' volumes
     volume_attachments: tuple[KubeObject, ...] = ()
+    # issue 37 §5, the volumes of deleting pods past their grace period: the PersistentVolumes bound to
+    # their claims (`trim_volume`: the source's server or CSI driver, the claim), and the CSINode of their
+    # nodes (which CSI drivers have a node plugin registered there; None: the node has no CSINode)
+    persistent_volumes: tuple[KubeObject, ...] = ()
+    csi_nodes: Mapping[str, KubeObject | None] = field(default_factory=dict)
     gaps: tuple[Gap, ...] = ()
     # what the controllers of blocking objects logged about them (quoted, redacted lines and counts only,
     # never the log), or why their logs could not be read (issue 37 §2)
@@ -239,6 +245,7 @@ class NamespaceSnapshot:
             "contents": {k: list(v) for k, v in sorted(self.contents.items())},
             "nodes": dict(self.nodes),
             "server_version": dict(self.server_version) if self.server_version is not None else None,
+            "csi_nodes": dict(self.csi_nodes),
             "gaps": [g.to_json() for g in self.gaps],
         }
         if self.for_prediction:
@@ -266,6 +273,7 @@ class NamespaceSnapshot:
             contents={k: tuple(v) for k, v in (data.get("contents") or {}).items()},
             nodes=dict(data.get("nodes") or {}),
             server_version=data.get("server_version"),
+            csi_nodes=dict(data.get("csi_nodes") or {}),
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             for_prediction=bool(data.get("for_prediction", False)),
             controller_logs=tuple(ControllerLog.from_json(c) for c in data.get("controller_logs") or ()),

@@ -40,8 +40,8 @@ from bot.domain import conditions as ns_conditions
 from bot.domain.events import newest_first
 from bot.domain.events import view as event_view
 from bot.domain.findings import Gap
-from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta
-from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
+from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta, service_of_address
+from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType, labels_of
 from bot.domain.values import is_value_resource, metadata_only, snapshot_safe, without_values
 from bot.errors import ClusterUnreachableError
 from bot.kube.requesting import MAX_ANSWER
@@ -162,6 +162,11 @@ class _Namespace:
         self.only: frozenset[str] | None = None
         self.events: list[KubeObject] = []
         self.full_reads = 0
+        # the claims of deleting pods past their grace period, with the nodes of those pods, and the
+        # Services of the NFS servers their volumes need (issue 37 §5)
+        self.claims: dict[str, set[str]] = {}
+        self.services: set[tuple[str, str]] = set()
+        self.csi_nodes: set[str] = set()
         # not being deleted: collected for a prediction of what its deletion will meet
         self.active = base.namespace_object is not None and deletion_time(base.namespace_object) is None
 
@@ -468,6 +473,51 @@ def trim_crd(obj: KubeObject) -> KubeObject:
         "metadata": trim(dict(obj.get("metadata") or {})),
         "spec": spec,
         "status": {"conditions": (obj.get("status") or {}).get("conditions") or []},
+    }
+
+
+# the sources of a PersistentVolume whose backend the rules follow (issue 37 §5), and what is kept of each:
+# where an NFS server is, which CSI driver serves a volume; of any other source only its name
+_VOLUME_SOURCE_KEYS = {"nfs": ("server", "path"), "csi": ("driver",)}
+
+
+def trim_volume(obj: KubeObject) -> KubeObject:
+    """A PersistentVolume reduced to what `bot.diagnosis.pod_volumes` reads: its identity and deletion, its
+    claim, its source (an NFS server and path, a CSI driver; any other source by name alone: no volume
+    handle, attributes or secret references) and its phase."""
+    m = meta(obj)
+    spec = obj.get("spec") or {}
+    kept: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key in _VOLUME_SOURCE_KEYS and isinstance(value, dict):
+            kept[key] = {k: value[k] for k in _VOLUME_SOURCE_KEYS[key] if k in value}
+        elif isinstance(value, dict) and key not in ("claimRef", "capacity", "nodeAffinity", "mountOptions"):
+            kept[key] = {}
+    claim = spec.get("claimRef")
+    if isinstance(claim, dict):
+        kept["claimRef"] = {k: claim[k] for k in ("namespace", "name", "uid") if k in claim}
+    if "storageClassName" in spec:
+        kept["storageClassName"] = spec["storageClassName"]
+    fields = ("name", "uid", "deletionTimestamp", "finalizers")
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {k: m[k] for k in fields if k in m},
+        "spec": kept,
+        "status": {k: v for k, v in (obj.get("status") or {}).items() if k == "phase"},
+    }
+
+
+def trim_csi_node(obj: KubeObject) -> KubeObject:
+    """A CSINode: its name and the names of the CSI drivers whose node plugin registered there."""
+    drivers = [
+        {"name": d["name"]} for d in (obj.get("spec") or {}).get("drivers") or () if isinstance(d, dict) and "name" in d
+    ]
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": meta(obj).get("name")},
+        "spec": {"drivers": drivers},
     }
 
 
@@ -805,6 +855,9 @@ class _Run:
         self.slices: list[KubeObject] = []
         self.endpoints: list[KubeObject] = []
         self.backend_pods: dict[str, KubeObject] = {}
+        # the Services followed for every namespace, and the Services each backend pod was listed for
+        self.shared_services: set[tuple[str, str]] = set()
+        self.pod_services: dict[str, set[tuple[str, str]]] = {}
         # a node is read once for every namespace with a deleting pod on it
         self.node_results: dict[str, KubeObject | CallError] = {}
         self.node_waiters: dict[str, list[_Namespace]] = {}
@@ -816,6 +869,15 @@ class _Run:
         self.server_version: dict[str, Any] | None = None
         self.leases: list[KubeObject] = []
         self.volume_attachments: list[KubeObject] = []
+        # issue 37 §5: the PersistentVolumes (listed once, when a deleting pod past its grace mounts a claim;
+        # None until answered) and the CSINodes of the nodes of such pods
+        self.volumes: list[KubeObject] | None = None
+        self.volumes_asked = False
+        self.csi_nodes: dict[str, KubeObject | None] = {}
+        self.csi_nodes_asked: set[str] = set()
+        # the namespaces each of those reads is for (a read late at the deadline is a gap in them alone)
+        self.volume_scope: list[_Namespace] = []
+        self.csi_scope: dict[str, list[_Namespace]] = {}
 
     def add_namespaces(self, bases: Sequence[NamespaceSnapshot]) -> None:
         """The namespaces collected (before `collect`, and before any answer is handed over by the loop)."""
@@ -923,10 +985,6 @@ class _Run:
             "group_versions": tuple(sorted(self.group_versions.values(), key=lambda g: g.group_version)),
             "resource_types": tuple(sorted(self.resource_types, key=lambda t: t.key)),
             "apiservices": tuple(self.apiservices),
-            "services": tuple(self.services[k] for k in sorted(self.services)),
-            "endpoint_slices": tuple(sorted(self.slices, key=_namespaced_name)),
-            "endpoints": tuple(sorted(self.endpoints, key=_namespaced_name)),
-            "backend_pods": tuple(self.backend_pods[k] for k in sorted(self.backend_pods)),
             "webhook_configurations": tuple(o for _, kind in _WEBHOOKS for o in self.webhooks.get(kind, ())),
             "admission_policies": tuple(o for _, kind in _POLICIES for o in self.policies.get(kind, ())),
             "crds": tuple(self.crds),
@@ -941,6 +999,9 @@ class _Run:
                 nodes=dict(sorted(ns.nodes.items())),
                 events=tuple(_kept_events(ns)),
                 volume_attachments=tuple(self._attachments_of(ns)),
+                persistent_volumes=tuple(self._volumes_of(ns)),
+                csi_nodes={n: self.csi_nodes[n] for n in sorted(self.csi_nodes) if n in ns.csi_nodes},
+                **self._services_of(ns),
                 gaps=tuple(sorted(ns.gaps, key=lambda g: (g.what, g.reason, g.detail))),
                 **shared,
             )
@@ -1145,6 +1206,8 @@ class _Run:
                 if node and ns.wants_node(pod) and node not in ns.requested_nodes:
                     ns.requested_nodes.add(node)
                     self._want_node(ns, str(node))
+                if node:
+                    self._want_volumes(ns, pod, str(node))
 
     def _read_whole(self, ns: _Namespace, rtype: ResourceType, index: int, name: str) -> None:
         """Read a watched object whole (its status, conditions and managers), in place of its metadata."""
@@ -1198,6 +1261,124 @@ class _Run:
             ns.nodes[node] = None
         else:
             ns.gaps.append(Gap(what=f"get node {node}", reason=_reason(result), detail=result.message))
+
+    # -- the volumes of pods their kubelet has not finished (issue 37 §5) -------------------------
+
+    def _want_volumes(self, ns: _Namespace, pod: KubeObject, node: str) -> None:
+        """For a deleting pod past its grace period in a terminating namespace: what its volumes need to be
+        torn down (an NFS server's Service and pods, the CSI driver's node plugin on its node, the
+        PersistentVolumes behind its claims). Read for those pods only, in parallel with the rest."""
+        deleted = deletion_time(pod)
+        if ns.active or deleted is None or deleted > ns.base.observed_at:
+            return
+        claims: list[str] = []
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            if not isinstance(volume, dict):
+                continue
+            nfs, csi = volume.get("nfs"), volume.get("csi")
+            if isinstance(nfs, dict):
+                self._follow_nfs(str(nfs.get("server") or ""), [ns])
+            if isinstance(csi, dict):
+                self._want_csi_node(node, [ns])
+            claim = volume.get("persistentVolumeClaim")
+            if isinstance(claim, dict) and claim.get("claimName"):
+                claims.append(str(claim["claimName"]))
+            elif isinstance(volume.get("ephemeral"), dict):
+                claims.append(f"{meta(pod).get('name')}-{volume.get('name')}")
+        if not claims:
+            return
+        for claim_name in claims:
+            ns.claims.setdefault(claim_name, set()).add(node)
+        if ns not in self.volume_scope:
+            self.volume_scope.append(ns)
+        if self.volumes is not None:
+            for pv in self.volumes:
+                self._follow_volume(pv)
+        elif not self.volumes_asked:
+            self.volumes_asked = True
+            self.loop.add(
+                "list persistentvolumes",
+                partial(self.c._list, self.loop, "/api/v1/persistentvolumes", kind="PersistentVolumeList"),
+                self._on_volumes,
+                self._volumes_failed,
+                self.volume_scope,
+            )
+
+    def _claimed_by(self, pv: KubeObject) -> tuple[list[_Namespace], set[str]]:
+        """The namespaces collected whose deleting pods mount the claim bound to `pv`, and those pods' nodes."""
+        claim = (pv.get("spec") or {}).get("claimRef") or {}
+        name = str(claim.get("name"))
+        wanting = [ns for ns in self.namespaces if claim.get("namespace") == ns.name and name in ns.claims]
+        return wanting, {node for ns in wanting for node in ns.claims[name]}
+
+    def _volumes_failed(self, error: CallError) -> None:
+        """A gap in the namespaces whose deleting pods mount a claim (a server without the API: none)."""
+        if error.status == 404:
+            return
+        for ns in self.namespaces:
+            if ns.claims:
+                ns.gaps.append(Gap(what="list persistentvolumes", reason=_reason(error), detail=error.message))
+
+    def _on_volumes(self, items: list[KubeObject]) -> None:
+        self.volumes = [trim_volume(pv) for pv in items]
+        for pv in self.volumes:
+            self._follow_volume(pv)
+
+    def _follow_volume(self, pv: KubeObject) -> None:
+        wanting, nodes = self._claimed_by(pv)
+        if not nodes:
+            return
+        spec = pv.get("spec") or {}
+        if isinstance(spec.get("nfs"), dict):
+            self._follow_nfs(str(spec["nfs"].get("server") or ""), wanting)
+        if isinstance(spec.get("csi"), dict):
+            for node in sorted(nodes):
+                self._want_csi_node(node, [ns for ns in wanting if any(node in n for n in ns.claims.values())])
+
+    def _follow_nfs(self, server: str, wanting: Sequence[_Namespace]) -> None:
+        service = service_of_address(server)
+        if service is not None:
+            self._follow_service(*service, for_namespaces=wanting)
+
+    def _want_csi_node(self, node: str, wanting: Sequence[_Namespace]) -> None:
+        scope = self.csi_scope.setdefault(node, [])
+        for ns in wanting:
+            ns.csi_nodes.add(node)
+            if ns not in scope:
+                scope.append(ns)
+        if node in self.csi_nodes_asked:
+            return
+        self.csi_nodes_asked.add(node)
+
+        def answered(obj: Any) -> None:
+            self.csi_nodes[node] = trim_csi_node(obj)
+
+        def failed(error: CallError) -> None:
+            if error.status == 404:
+                self.csi_nodes[node] = None  # no CSI node plugin ever registered on it
+                return
+            for ns in self.namespaces:
+                if node in ns.csi_nodes:
+                    ns.gaps.append(Gap(what=f"get csinode {node}", reason=_reason(error), detail=error.message))
+
+        self.loop.add(
+            f"get csinode {node}",
+            partial(self.c._get, self.loop, f"/apis/storage.k8s.io/v1/csinodes/{quote(node)}", kind="CSINode"),
+            answered,
+            failed,
+            scope,
+        )
+
+    def _volumes_of(self, ns: _Namespace) -> list[KubeObject]:
+        return sorted(
+            (
+                pv
+                for pv in self.volumes or ()
+                if ((pv.get("spec") or {}).get("claimRef") or {}).get("namespace") == ns.name
+                and str(((pv.get("spec") or {}).get("claimRef") or {}).get("name")) in ns.claims
+            ),
+            key=_namespaced_name,
+        )
 
     # -- cluster-wide context --------------------------------------------------------------------
 
@@ -1282,9 +1463,56 @@ class _Run:
 
         return handle
 
-    def _follow_service(self, namespace: str, name: str) -> None:
-        """Service -> EndpointSlices (or Endpoints) and the pods its selector picks."""
+    def _on_service_pods(self, key: tuple[str, str], pods: list[KubeObject]) -> None:
+        for pod in pods:
+            pod_key = f"{key[0]}/{meta(pod).get('name')}"
+            self.backend_pods[pod_key] = pod
+            self.pod_services.setdefault(pod_key, set()).add(key)
+
+    def _service_gap(self, key: tuple[str, str], what: str) -> Callable[[CallError], None]:
+        """A failed read of a Service's chain: a gap in every namespace whose snapshot holds that Service."""
+
+        def record(error: CallError) -> None:
+            for ns in self.namespaces:
+                if key in self.shared_services or key in ns.services:
+                    ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+        return record
+
+    def _services_of(self, ns: _Namespace) -> dict[str, Any]:
+        """The Services (with their EndpointSlices, Endpoints and pods) a namespace's snapshot holds."""
+        keys = self.shared_services | ns.services
+        return {
+            "services": tuple(self.services[k] for k in sorted(self.services) if k in keys),
+            "endpoint_slices": tuple(
+                sorted(
+                    (
+                        s
+                        for s in self.slices
+                        if (str(meta(s).get("namespace", "")), labels_of(s).get("kubernetes.io/service-name", ""))
+                        in keys
+                    ),
+                    key=_namespaced_name,
+                )
+            ),
+            "endpoints": tuple(
+                sorted((e for e in self.endpoints if _namespaced_name(e) in keys), key=_namespaced_name)
+            ),
+            "backend_pods": tuple(
+                self.backend_pods[k] for k in sorted(self.backend_pods) if self.pod_services.get(k, set()) & keys
+            ),
+        }
+
+    def _follow_service(self, namespace: str, name: str, *, for_namespaces: Sequence[_Namespace] | None = None) -> None:
+        """Service -> EndpointSlices (or Endpoints) and the pods its selector picks. For every namespace
+        collected (behind an APIService, a webhook, a conversion), or, `for_namespaces`, for those alone
+        (an NFS server their pods' volumes need): the others' snapshots do not hold it, nor its gaps."""
         key = (namespace, name)
+        if for_namespaces is None:
+            self.shared_services.add(key)
+        else:
+            for wanting in for_namespaces:
+                wanting.services.add(key)
         if not namespace or not name or key in self.requested_services:
             return
         self.requested_services.add(key)
@@ -1304,13 +1532,13 @@ class _Run:
                     lambda: self.c._list(
                         loop, f"/api/v1/namespaces/{ns}/pods", {"labelSelector": label_selector}, kind="PodList"
                     ),
-                    lambda pods: self.backend_pods.update({f"{namespace}/{meta(p).get('name')}": p for p in pods}),
-                    self.gap(f"list pods of service {namespace}/{name}"),
+                    partial(self._on_service_pods, key),
+                    self._service_gap(key, f"list pods of service {namespace}/{name}"),
                 )
 
         def optional(what: str) -> Callable[[CallError], None]:
             # a missing object or API (old clusters have no EndpointSlices) is evidence, not a gap
-            return lambda e: None if e.status == 404 else self.gap(what)(e)
+            return lambda e: None if e.status == 404 else self._service_gap(key, what)(e)
 
         loop.add(
             f"get service {namespace}/{name}",

@@ -33,7 +33,7 @@ NO_FORCE_FIRST = {
     Cause.WEBHOOK_BLOCKS_DELETE.value,
 }
 # causes that issue 37 adds to contract §2 and no rule produces yet: a case may expect one (it counts as a miss)
-PENDING_CAUSES = {"cleanup_failing", "pod_not_terminating"}
+PENDING_CAUSES = {"cleanup_failing"}
 _WEBHOOK_KINDS = {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
 _FIRST_KINDS = ["CustomResourceDefinition", "Node", "APIService", "Namespace"]
 _DROPPED_META = ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "uid", "creationTimestamp")

@@ -48,6 +48,7 @@ Cause = Literal[
     "namespace_finalizer",
     "webhook_blocks_delete",
     "pod_on_lost_node",
+    "pod_not_terminating",
     "pvc_in_use",
     "discovery_failure",
     "deletion_error",
@@ -1493,6 +1494,209 @@ def _old_server_not_yet(emu: Any) -> None:
     run_for(emu, 120, step=30)
 
 
+# --------------------------------------------------------------------------------------------
+# Issue 37 §5: pods the kubelet of a Ready node cannot finish (pod_not_terminating). The pods hang in the
+# emulator's kubelet as on a node whose unmount cannot complete (``stuck-terminating: volumes``: the
+# containers stop at the end of the grace period, the volumes never come down); what their volumes need
+# is built the way it comes to be: an NFS server in the namespace being deleted, a CSI driver whose node
+# plugin left the node (its CSINode, as the kubelet's plugin registration writes it), a VolumeAttachment
+# whose detach never finished.
+
+
+def _nfs_share(emu: Any, ns: str, *, minutes: int) -> None:
+    """An NFS server (Deployment and Service) in ``ns``, a PersistentVolume on its share, and a client pod on
+    node-2 that mounts it; the namespace deleted and left ``minutes`` of the emulator's time. With
+    OrderedNamespaceDeletion the server's pod goes first (its kubelet finishes it), the client hangs."""
+    api = _start(emu)
+    api.namespace(ns)
+    api.deployment(
+        ns,
+        "nfs-server",
+        node="node-1",
+        image="registry.k8s.io/volume-nfs:0.8",
+        ports=[{"name": "nfs", "containerPort": 2049, "protocol": "TCP"}],
+        labels={"app": "nfs-server"},
+    )
+    api.service(ns, "nfs-server", selector={"app": "nfs-server"}, ports=[{"name": "nfs", "port": 2049}])
+    api.create(
+        "/api/v1/persistentvolumes",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{ns}-shared"},
+            "spec": {
+                "capacity": {"storage": "5Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "nfs": {"server": f"nfs-server.{ns}.svc.cluster.local", "path": "/exports"},
+                "claimRef": {"namespace": ns, "name": "shared"},
+            },
+        },
+    )
+    api.create(
+        f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "shared"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "resources": {"requests": {"storage": "5Gi"}},
+                "volumeName": f"{ns}-shared",
+                "storageClassName": "",
+            },
+        },
+    )
+    api.put_status(f"/api/v1/persistentvolumes/{ns}-shared", {"phase": "Bound"})
+    api.create(
+        f"/api/v1/namespaces/{ns}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "report-writer", "annotations": {STUCK_TERMINATING_ANNOTATION: "volumes"}},
+            "spec": {
+                "nodeName": "node-2",
+                "terminationGracePeriodSeconds": 30,
+                "containers": [
+                    {
+                        "name": "writer",
+                        "image": "busybox:1.37",
+                        "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
+                    }
+                ],
+                "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}}],
+            },
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, minutes * 60, step=300)
+
+
+def _csi_node(api: Api, node: str, *drivers: str) -> None:
+    """The CSINode the kubelet writes as CSI node plugins register on ``node``."""
+    api.create(
+        "/apis/storage.k8s.io/v1/csinodes",
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": node},
+            "spec": {"drivers": [{"name": d, "nodeID": f"{node}-{d.split('.')[0]}"} for d in drivers]},
+        },
+    )
+
+
+def _csi_no_node_plugin(emu: Any) -> None:
+    api = _start(emu)
+    ns = "billing"
+    api.namespace(ns)
+    # the EBS CSI node plugin left node-2 (its DaemonSet was removed with the driver's release): only the
+    # EFS driver is registered there now
+    _csi_node(api, "node-2", "efs.csi.aws.com")
+    _csi_postgres(api, ns, node="node-2", stuck="volumes", attachment="attached")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 40 * 60, step=300)
+
+
+def _detach_stuck(emu: Any) -> None:
+    api = _start(emu)
+    ns = "invoices"
+    api.namespace(ns)
+    _csi_node(api, "node-2", CSI_DRIVER)
+    # the volume's detach began and never finished (the attacher cannot reach the cloud's API)
+    _csi_postgres(api, ns, node="node-2", stuck="volumes", attachment="detaching")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 40 * 60, step=300)
+
+
+def _kubelet_scenarios() -> list[Scenario]:
+    v133 = MappingProxyType({"server_version": "1.33.1"})
+    return [
+        Scenario(
+            name="pod-nfs-server-gone",
+            title="a pod on a Ready node whose NFS server went first, forty minutes without progress",
+            description=(
+                "report-writer mounts an NFS share served from the same namespace; the namespace's deletion took "
+                "the server's pod first, the client's unmount hangs, and its kubelet never finishes it: "
+                "pod_not_terminating, restore the NFS server first."
+            ),
+            build=lambda emu: _nfs_share(emu, "reports", minutes=40),
+            options=v133,
+            expected=Expected(
+                namespace="reports",
+                state="terminating",
+                causes=("pod_not_terminating",),
+                blocking=(ObjectRef("Pod", "report-writer", "reports"),),
+                first_remedy="restore_backend",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("reports")),
+            ),
+        ),
+        Scenario(
+            name="pod-nfs-server-gone-within-bound",
+            title="the same pod a quarter of an hour after its grace period: not yet past the bound",
+            description=(
+                "As pod-nfs-server-gone, twenty minutes after the delete: the report says how long the pod has "
+                "stood still and that its NFS server is gone, asks to look at the kubelet, and does not call it "
+                "stuck yet."
+            ),
+            build=lambda emu: _nfs_share(emu, "reports", minutes=20),
+            options=v133,
+            expected=Expected(
+                namespace="reports",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="investigate",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("reports")),
+            ),
+        ),
+        Scenario(
+            name="pod-csi-no-node-plugin",
+            title="a StatefulSet pod on a CSI volume whose driver has no node plugin on the pod's Ready node",
+            description=(
+                "postgres-0's volume is served by ebs.csi.aws.com, whose node plugin is no longer registered on "
+                "node-2 (its CSINode lists only efs.csi.aws.com): the kubelet cannot unmount it; forty minutes "
+                "later, pod_not_terminating naming the driver and the node."
+            ),
+            build=_csi_no_node_plugin,
+            options=v133,
+            expected=Expected(
+                namespace="billing",
+                state="terminating",
+                causes=("pod_not_terminating",),
+                blocking=(ObjectRef("Pod", "postgres-0", "billing"),),
+                first_remedy="restore_backend",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("billing")),
+            ),
+        ),
+        Scenario(
+            name="pod-volume-detach-stuck",
+            title="a pod whose volume has been detaching for forty minutes",
+            description=(
+                "postgres-0's containers stopped; its VolumeAttachment was deleted forty minutes ago and is still "
+                "there (the attacher never finished): no longer progress, pod_not_terminating naming the "
+                "VolumeAttachment."
+            ),
+            build=_detach_stuck,
+            options=v133,
+            expected=Expected(
+                namespace="invoices",
+                state="terminating",
+                causes=("pod_not_terminating",),
+                blocking=(ObjectRef("Pod", "postgres-0", "invoices"),),
+                first_remedy="restore_backend",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("invoices")),
+            ),
+        ),
+    ]
+
+
 def _stuck_or_slow_scenarios() -> list[Scenario]:
     v133 = MappingProxyType({"server_version": "1.33.1"})
     unordered = MappingProxyType({"server_version": "1.32.4", "ordered_namespace_deletion": False})
@@ -1538,8 +1742,8 @@ def _stuck_or_slow_scenarios() -> list[Scenario]:
             title="a StatefulSet pod twelve minutes past its grace period on a Ready node, and no sign of its kubelet",
             description=(
                 "postgres-0 (CSI volume still attached) stays Terminating on Ready node-2; no container stopped, no "
-                "Event (none can be created in a terminating namespace), no error: no progress seen, look at "
-                "the kubelet before any force-delete, which is high risk here."
+                "Event (none can be created in a terminating namespace), no error: no progress for ten minutes, look "
+                "at the kubelet before any force-delete, which is high risk here."
             ),
             build=_pod_no_progress,
             options=v133,
@@ -2430,6 +2634,7 @@ def _scenarios() -> list[Scenario]:
         ),
         *_widget_scenarios(),
         *_stuck_or_slow_scenarios(),
+        *_kubelet_scenarios(),
         *_controller_scenarios(),
         Scenario(
             name="pod-on-notready-node",
