@@ -327,8 +327,10 @@ def score(case: Case, diagnosis: Diagnosis) -> Score:
     first = diagnosis.first_remedy
     force_first = first is not None and first.action == Action.FORCE_FINALIZE_NAMESPACE
     with_remedy = next((f for f in diagnosis.findings if f.remedies), None)
-    alive = with_remedy is not None and with_remedy.controller is not None and (
-        with_remedy.controller.state is ControllerState.ALIVE
+    alive = (
+        with_remedy is not None
+        and with_remedy.controller is not None
+        and (with_remedy.controller.state is ControllerState.ALIVE)
     )
     offered = {r.action for f in diagnosis.findings for r in f.remedies}
     return Score(
