@@ -125,6 +125,9 @@ _OBJECT_LISTS = (
     "leases",
     "events",
     "volume_attachments",
+    "roles",
+    "role_bindings",
+    "cluster_service_versions",
 )
 
 
@@ -160,6 +163,15 @@ class NamespaceSnapshot:
     events: tuple[KubeObject, ...] = ()
     # VolumeAttachments on the nodes of deleting pods, or of the namespace's claims' volumes
     volume_attachments: tuple[KubeObject, ...] = ()
+    # finding a finalizer's controller that neither the catalogue nor its name finds (issue 37 §3), read only
+    # for such finalizers: the ClusterRoles and Roles (of this namespace) that let someone update or patch a
+    # type of the objects being deleted, the bindings of those roles to service accounts, and OLM's
+    # ClusterServiceVersions (not the copies OLM makes in every namespace); `owner_reads` names the reads
+    # made ("rbac", "olm"), so that nothing found is told apart from nothing asked
+    roles: tuple[KubeObject, ...] = ()
+    role_bindings: tuple[KubeObject, ...] = ()
+    cluster_service_versions: tuple[KubeObject, ...] = ()
+    owner_reads: tuple[str, ...] = ()
     gaps: tuple[Gap, ...] = ()
     # an Active namespace collected whole (contents, discovery, webhooks, controllers, nodes of its pods),
     # so that the rules can predict whether deleting it would get stuck; False for a snapshot of the
@@ -212,6 +224,8 @@ class NamespaceSnapshot:
         }
         if self.for_prediction:
             out["for_prediction"] = True
+        if self.owner_reads:
+            out["owner_reads"] = list(self.owner_reads)
         for name in _OBJECT_LISTS:
             out[name] = list(getattr(self, name))
         return out
@@ -233,6 +247,7 @@ class NamespaceSnapshot:
             server_version=data.get("server_version"),
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             for_prediction=bool(data.get("for_prediction", False)),
+            owner_reads=tuple(str(r) for r in data.get("owner_reads") or ()),
             **lists,
         )
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.engine import diagnose
+from bot.diagnosis.owners import needs_search
 from bot.domain.findings import Diagnosis, Summary
 from bot.domain.refs import ClusterName
 from bot.domain.snapshot import NamespaceSnapshot
@@ -134,6 +136,12 @@ class _Renew(Exception):
     pass
 
 
+def searching(options: CollectOptions) -> CollectOptions:
+    """The options, with finalizers' controllers searched for in the cluster where the catalogue and their
+    name find none (`bot.diagnosis.owners`)."""
+    return options if options.owner_search is not None else replace(options, owner_search=needs_search)
+
+
 def _collect(
     target: ClusterTarget,
     namespace: str,
@@ -141,6 +149,7 @@ def _collect(
     clock: Callable[[], datetime],
     connections: ConnectionCache | None,
 ) -> NamespaceSnapshot:
+    options = searching(options)
     with _connection(target, options, connections) as connection:
         transport = Transport(connection, call_timeout=options.call_timeout, max_answer=options.max_answer)
         try:
