@@ -286,6 +286,8 @@ def _judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judg
     if located is not None and (located.workloads or (entry is None and not candidates)):
         candidates, found_by = located.workloads, located.found_by
     found = list(located.evidence) if located is not None else []
+    if search and located is None and (said := owners.nothing_found(ctx, held)):
+        found.append(said)
     # a search whose reads failed (RBAC or OLM forbidden, not in time) proves no absence: a named gap, never dead
     unsearched = [g for g in ctx.snapshot.gaps if search and g.what.endswith(owners.READ_SUFFIX)]
     if unsearched:

@@ -119,6 +119,18 @@ def locate(ctx: Context, finalizer: str, held: Sequence[Held]) -> Located | None
     return named or rbac
 
 
+def nothing_found(ctx: Context, held: Sequence[Held]) -> str | None:
+    """What the search looked at and did not find, when it found nothing (None: its reads were not made)."""
+    if "rbac" not in ctx.snapshot.owner_reads:
+        return None
+    types = ", ".join(sorted({h.rtype.key for h in held}))
+    return (
+        f"the cluster says nothing of who runs it: no Helm release or app.kubernetes.io labels on the CRD of "
+        f"{types}, no ClusterServiceVersion owns it, no conversion webhook, and no ClusterRole or Role lets a "
+        "service account update it by name (grants on `*` are not counted)"
+    )
+
+
 def describe(found_by: FoundBy) -> str:
     """How it was found, in a few words."""
     return found_by.said

@@ -201,9 +201,9 @@ class FoundBy(StrEnum):
 _FOUND_BY_SAID = {
     FoundBy.CATALOGUE: "named by the finalizer catalogue",
     FoundBy.HELM: "found through the CRD's Helm release",
-    FoundBy.OLM: "found through OLM (the ClusterServiceVersion that owns the CRD)",
+    FoundBy.OLM: "found through OLM, the ClusterServiceVersion that owns the CRD",
     FoundBy.CONVERSION_WEBHOOK: "found through the CRD's conversion webhook",
-    FoundBy.RBAC: "found through RBAC (who may update the resource)",
+    FoundBy.RBAC: "found through RBAC, who may update the resource",
     FoundBy.NAME: "guessed from the finalizer's name",
 }
 
