@@ -97,6 +97,16 @@ class Context:
             )
         return callers
 
+    @cached_property
+    def crds_by_type(self) -> dict[tuple[str, str], KubeObject]:
+        """Every CRD by the (group, plural) it defines (read once: a cluster may have a thousand, and each
+        finalizer whose controller is searched for looks up its own)."""
+        out: dict[tuple[str, str], KubeObject] = {}
+        for crd in self.snapshot.crds:
+            spec = crd.get("spec") or {}
+            out.setdefault((str(spec.get("group") or ""), str((spec.get("names") or {}).get("plural") or "")), crd)
+        return out
+
     def orphan_lines(self, limit: int = 50) -> list[str]:
         """What force-finalizing would leave behind, for the remedy's warning."""
         lines = [h.ref.display for h in self.remaining]

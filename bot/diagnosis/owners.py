@@ -137,11 +137,7 @@ def describe(found_by: FoundBy) -> str:
 
 
 def _crd(ctx: Context, group: str, resource: str) -> KubeObject | None:
-    for crd in ctx.snapshot.crds:
-        spec = crd.get("spec") or {}
-        if spec.get("group") == group and (spec.get("names") or {}).get("plural") == resource:
-            return crd
-    return None
+    return ctx.crds_by_type.get((group, resource))
 
 
 def _listed(workloads: Iterable[KubeObject], limit: int = 3) -> str:
