@@ -183,13 +183,13 @@ def test_the_bot_names_how_it_found_each_controller(
                     new = [m for m in slack_emulator.channel_messages(OPS_CHANNEL) if m["ts"] not in before]
                     return next((m for m in new if namespace in slack_emulator.render(m)), None)
 
-                message = slack_emulator.wait_for(verdict, timeout=30, message=f"no verdict for {namespace}")
+                message = slack_emulator.wait_for(verdict, timeout=60, message=f"no verdict for {namespace}")
 
                 def thread(ts: str = str(message["ts"]), found_by: str = found_by) -> str | None:
                     text = "\n".join(slack_emulator.thread_text(OPS_CHANNEL, ts))
                     return text if "Controller: *" in text and said[found_by] in text else None
 
-                slack_emulator.wait_for(thread, timeout=30, message=f"no controller line for {namespace}")
+                slack_emulator.wait_for(thread, timeout=60, message=f"no controller line for {namespace}")
                 flow.namespace = namespace
                 report = flow.latest_report()
                 [finding] = [f for f in report["findings"] if "controller" in f]
