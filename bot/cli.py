@@ -185,10 +185,10 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         )
     from functools import partial
 
-    from bot.store import migrating
+    from bot.store import schema_version
     from bot.store.database import Database
 
-    current, head = migrating.current_revision(settings.database_url), migrating.head_revision()
+    current, head = schema_version.current_revision(settings.database_url), schema_version.HEAD_REVISION
     if current != head:
         raise ConfigError(
             "environment",
@@ -235,7 +235,10 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     # the bot answers while they start, and a job waits for the first that is ready
     deadline = settings.diagnosis_deadline_seconds
     options = CollectOptions(
-        deadline=deadline, call_timeout=min(10.0, deadline), max_answer=settings.max_answer_mb * MIB
+        deadline=deadline,
+        call_timeout=min(10.0, deadline),
+        max_answer=settings.max_answer_mb * MIB,
+        no_progress_after=settings.no_progress_minutes * 60,
     )
     workers = WorkerPool(
         size=settings.diagnosis_workers or default_size(),
@@ -411,6 +414,7 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
         workers=CLI_CALLS,
         progress=progress,
         max_answer=_max_answer(ctx),
+        no_progress_after=_no_progress_after(ctx),
     )
     with _without_cycle_collection():
         try:
@@ -437,6 +441,13 @@ def _max_answer(ctx: Context) -> int:
     if not os.environ.get("NSSTUCK_MAX_ANSWER_MB"):
         return MAX_ANSWER
     return ctx.settings.max_answer_mb * MIB
+
+
+def _no_progress_after(ctx: Context) -> float:
+    """NSSTUCK_NO_PROGRESS_MINUTES in seconds (the settings are loaded only when it is set)."""
+    if not os.environ.get("NSSTUCK_NO_PROGRESS_MINUTES"):
+        return 1800.0
+    return ctx.settings.no_progress_minutes * 60
 
 
 # `precheck`: what deleting an Active namespace now would meet (contract §1)
@@ -561,11 +572,11 @@ def is_stuck(diagnosis: Diagnosis) -> bool:
 
 def _migrated_database(ctx: Context) -> Database:
     """The database of NSSTUCK_DATABASE_URL, refused (exit 2, one line) unless its schema is at head."""
-    from bot.store import migrating
+    from bot.store import schema_version
     from bot.store.database import Database
 
     url = ctx.settings.database_url
-    current, head = migrating.current_revision(url), migrating.head_revision()
+    current, head = schema_version.current_revision(url), schema_version.HEAD_REVISION
     if current != head:
         raise ConfigError(
             "environment",

@@ -285,6 +285,13 @@ class WatchConfig(_Strict):
     channel: Annotated[str, AfterValidator(_check_channel)] | None = None
 
 
+class EvidenceConfig(_Strict):
+    """What evidence nsstuck reads on a cluster beyond the objects themselves."""
+
+    # the recent log lines of the controllers of blocking objects that name them (needs `get pods/log`)
+    controller_logs: bool = True
+
+
 class ClusterConfig(_Strict):
     """A cluster that `/nsstuck <cluster> <namespace>` may name."""
 
@@ -310,6 +317,7 @@ class ClusterConfig(_Strict):
     allow_external_users: bool = False
     # watched: its namespaces stuck for longer than watch.after are posted to a channel unasked
     watch: WatchConfig | None = None
+    evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
 
     @property
     def cluster_name(self) -> ClusterName:
@@ -851,6 +859,9 @@ class Settings(BaseModel):
     # HTTP mode: requests handled at once (waitress threads); each mostly waits (for Bolt's listener to
     # acknowledge, for the database), so a burst of commands is served side by side rather than in turns
     http_threads: int = Field(default=32, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
+    # minutes a live controller's objects may stand still after their deletion began before it is no longer
+    # taken to be at work (then the report says why it is not finishing, or that nothing says why)
+    no_progress_minutes: float = Field(default=30.0, gt=0, le=100_000, validation_alias="NSSTUCK_NO_PROGRESS_MINUTES")
     # the `kubernetes` package imported piece by piece (bot/kube/_lazy.py), or whole with false; read by
     # bot.kube from the environment when it is imported (before settings are loaded), validated here
     lazy_kubernetes: bool = Field(default=True, validation_alias="NSSTUCK_LAZY_KUBERNETES")

@@ -27,7 +27,10 @@ import functools
 import json
 import os
 import re
+import resource
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,6 +77,7 @@ def _needs(path: Path) -> tuple[bool, bool]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "timing: asserts how long something takes; never runs beside another such test")
     config.pluginmanager.register(Order(), "nsstuck-order")
+    config.pluginmanager.register(CpuMeter(), "nsstuck-cpu")
     if hasattr(config, "workerinput"):
         config.pluginmanager.register(Priority(), "nsstuck-priority")
     if not hasattr(config, "workerinput"):
@@ -179,3 +183,58 @@ class DurationRecorder:
         recorded = dict(_recorded())
         recorded.update({k: round(v, 2) for k, v in self.seconds.items()})
         DURATIONS.write_text(json.dumps(dict(sorted(recorded.items())), indent=0) + "\n")
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process (every thread: the emulators, the command line run in it) and of the
+    child processes it has waited for (the bots, the commands run as processes)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class CpuMeter:
+    """The CPU each test cost, from its setup to the end of its teardown (a module's shared fixture is
+    charged to its first test), summed by folder and module at the end of the run: on two cores the suite
+    is bound by CPU, so this, not the wall time of --durations, says where its time goes. In a worker it
+    is measured and sent with the teardown's report; the controlling process prints it."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.by_module: dict[str, float] = {}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.started[item.nodeid] = _cpu_seconds()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+        outcome = yield
+        report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+        started = self.started.pop(item.nodeid, None) if call.when == "teardown" else None
+        if started is not None:
+            report.user_properties.append(("cpu_seconds", _cpu_seconds() - started))
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, value in report.user_properties:
+            if name == "cpu_seconds" and isinstance(value, int | float):
+                module = report.nodeid.split("::", 1)[0]
+                self.by_module[module] = self.by_module.get(module, 0.0) + float(value)
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.by_module or hasattr(terminalreporter.config, "workerinput"):
+            return
+        total = sum(self.by_module.values())
+        by_folder: dict[str, float] = {}
+        for module, seconds in self.by_module.items():
+            folder = module.rsplit("/", 1)[0]
+            by_folder[folder] = by_folder.get(folder, 0.0) + seconds
+        write = terminalreporter.write_line
+        terminalreporter.section("CPU of the tests (this process and the processes it waited for)")
+        write(f"{total:,.0f} CPU-seconds in all; by folder:")
+        for folder, seconds in sorted(by_folder.items(), key=lambda kv: -kv[1])[:12]:
+            write(f"  {seconds:8.1f} s  {100 * seconds / total:4.1f}%  {folder}")
+        write("the costliest modules:")
+        for module, seconds in sorted(self.by_module.items(), key=lambda kv: -kv[1])[:12]:
+            write(f"  {seconds:8.1f} s  {module}")

@@ -20,13 +20,13 @@ from bot.diagnosis import remedies
 from bot.diagnosis.context import Context
 from bot.diagnosis.controller_state import server_version as parse_server_version
 from bot.diagnosis.reading import backend
+from bot.diagnosis.release_defects import STALE_AGGREGATED_DISCOVERY
 from bot.domain.findings import Action, Cause, Finding, Risk
 from bot.domain.refs import KubeObject, ObjectRef, condition, name_of
 from bot.domain.snapshot import GroupVersionStatus
 
-# the first patch release of each affected minor that carries the fix (CHANGELOG-1.27.md, -1.28.md)
-FIXED_IN = {27: 6, 28: 2}
-DEFECT = "kubernetes/kubernetes#119662"
+# the table of known release defects holds its version range, its fix and its evidence
+DEFECT = STALE_AGGREGATED_DISCOVERY.issue
 
 
 @dataclass(frozen=True)
@@ -38,13 +38,7 @@ class ServerVersion:
     @property
     def affected(self) -> bool | None:
         """True: a release with the defect; False: one without it; None: cannot tell."""
-        if self.minor is None:
-            return None
-        if self.minor not in FIXED_IN:
-            return False
-        if self.patch is None:
-            return None
-        return self.patch < FIXED_IN[self.minor]
+        return STALE_AGGREGATED_DISCOVERY.affected(self.minor, self.patch)
 
 
 def server_version(ctx: Context) -> ServerVersion:
@@ -114,7 +108,7 @@ def _finding(ctx: Context, apiservice: KubeObject, status: GroupVersionStatus, v
     evidence.extend(chain.evidence)
     shown = version.text or "not known (/version was not read)"
     evidence.append(f"the API server's version (/version): {shown}")
-    fixes = "1.27.6 (kubernetes/kubernetes#120360), 1.28.2 (#120359), or any 1.29 and later"
+    fixes = STALE_AGGREGATED_DISCOVERY.upgrade
     if version.affected is False:
         # a release with the fix: the second opinion says the backend serves; this is not #119662
         evidence.append(
@@ -152,7 +146,7 @@ def _finding(ctx: Context, apiservice: KubeObject, status: GroupVersionStatus, v
         )
     else:
         evidence.append(
-            f"the patch release is not known: {DEFECT} affects 1.27.0-1.27.5 and 1.28.0-1.28.1 (fixed in {fixes})"
+            f"the patch release is not known: {DEFECT} affects {STALE_AGGREGATED_DISCOVERY.ranges} (fixed in {fixes})"
         )
     consequence = f"the {gv} API disappears from the cluster although its backend is healthy"
     return Finding(

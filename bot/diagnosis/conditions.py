@@ -27,6 +27,78 @@ _SERVER_APIS = "unable to retrieve the complete list of server APIs: "
 _GV_ERROR = re.compile(r"([a-z0-9.-]*/?v[0-9][a-z0-9]*): ")
 _WEBHOOK = re.compile(r'failed calling webhook "([^"]+)"')
 _DENIED = re.compile(r'admission webhook "([^"]+)" denied the request')
+# k8s.io/apiserver/pkg/admission/plugin/policy/validating (dispatcher.go): the policy's denial, and
+# its binding (the message follows `denied request: `)
+_POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request")
+# admission.NewForbidden (k8s.io/apiserver/pkg/admission/errors.go): `<resource> "<name>" is forbidden: <why>`,
+# as every in-tree admission plugin refuses; RBAC's own refusal names a user and is not admission
+_FORBIDDEN = re.compile(r'(\S+) "([^"]*)" is forbidden: ')
+_SUBJECT = re.compile(r'[\w.-]+ "[^"]*" is (?:invalid|forbidden): :? ?$')
+_RBAC = re.compile(r"^(User|system:serviceaccount:)|\bcannot (delete|deletecollection|list|get|update|patch) resource ")
+# the in-tree plugins whose refusal nsstuck knows by its words
+_PLUGINS = (
+    ("unable to create new content in namespace", "NamespaceLifecycle"),
+    ("this namespace may not be deleted", "NamespaceLifecycle"),
+    ("cannot set blockOwnerDeletion", "OwnerReferencesPermissionEnforcement"),
+)
+# one denial quoted, at most this many characters
+QUOTE_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class Denial:
+    """An admission refusal quoted by the namespace controller's condition: by a webhook, by a
+    ValidatingAdmissionPolicy through one of its bindings, or by another admission plugin."""
+
+    kind: str  # webhook | policy | plugin
+    name: str  # the webhook's or the policy's name; the plugin's when its words tell it, else ""
+    quote: str  # the denial as the condition quotes it, cut to QUOTE_LIMIT characters
+    binding: str = ""  # a policy's binding
+
+    @property
+    def shown(self) -> str:
+        if self.kind == "webhook":
+            return f"admission webhook {self.name}"
+        if self.kind == "policy":
+            return f"ValidatingAdmissionPolicy {self.name} (binding {self.binding})"
+        return f"admission plugin {self.name}" if self.name else "an admission plugin"
+
+
+# where the next error of an aggregate begins (utilerrors.NewAggregate joins them with ", ")
+_NEXT_ERROR = re.compile(
+    r', (?=admission webhook "|Internal error occurred|[\w.-]+ "[^"]*" is (?:invalid|forbidden)|'
+    r"unexpected items still remain|ValidatingAdmissionPolicy ')"
+)
+
+
+def _quote(message: str, start: int) -> str:
+    """The denial from `start` to the next error of the aggregate (or the end), cut to QUOTE_LIMIT characters."""
+    rest = message[start:]
+    following = _NEXT_ERROR.search(rest, 1)
+    text = (rest[: following.start()] if following else rest).rstrip(" ,]")
+    return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 1] + "\u2026"
+
+
+def denials(message: str) -> tuple[Denial, ...]:
+    """Every admission refusal a condition's message quotes, in order, once each."""
+    found: dict[tuple[str, str, str], Denial] = {}
+    for match in _DENIED.finditer(message):
+        found.setdefault(
+            ("webhook", match.group(1), ""), Denial("webhook", match.group(1), _quote(message, match.start()))
+        )
+    for match in _POLICY_DENIED.finditer(message):
+        key = ("policy", match.group(1), match.group(2))
+        # the API server's error names the object first: `persistentvolumeclaims "x" is invalid: : Validating...`
+        subject = _SUBJECT.search(message[: match.start()])
+        begin = subject.start() if subject else match.start()
+        found.setdefault(key, Denial("policy", match.group(1), _quote(message, begin), match.group(2)))
+    for match in _FORBIDDEN.finditer(message):
+        why = message[match.end() :]
+        if _RBAC.search(why.split(",", 1)[0]) or "denied the request" in why[:200] or "denied request" in why[:200]:
+            continue
+        plugin = next((name for words, name in _PLUGINS if words in why[:300]), "")
+        found.setdefault(("plugin", plugin, why[:80]), Denial("plugin", plugin, _quote(message, match.start())))
+    return tuple(found.values())
 
 
 @dataclass(frozen=True)
@@ -43,6 +115,8 @@ class ConditionFacts:
     finalizers_remaining: dict[str, int] = field(default_factory=dict)
     failing_webhooks: tuple[str, ...] = ()
     denying_webhooks: tuple[str, ...] = ()
+    # admission refusals quoted by any True condition (webhooks, policies, other plugins)
+    denials: tuple[Denial, ...] = ()
 
     def line(self, kind: str) -> str | None:
         """`namespace condition <type>: <message>` for the evidence, when that condition is True."""
@@ -102,4 +176,7 @@ def parse_conditions(namespace: KubeObject | None) -> ConditionFacts:
         finalizers_remaining=finalizer_counts(str(finalizers.get("message"))) if finalizers else {},
         failing_webhooks=tuple(dict.fromkeys(_WEBHOOK.findall(content_message))),
         denying_webhooks=tuple(dict.fromkeys(_DENIED.findall(content_message))),
+        denials=tuple(
+            dict.fromkeys(d for c in raw if c.get("status") == "True" for d in denials(str(c.get("message") or "")))
+        ),
     )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 
 from bot.diagnosis.conditions import ConditionFacts, parse_conditions
-from bot.domain.findings import Cause, Controller, Finding, Remedy
+from bot.domain.controller_logs import QUOTED, ControllerLog, ObjectLines
+from bot.domain.findings import Cause, Controller, Finding, Progress, Remedy
 from bot.domain.refs import KubeObject, ObjectRef, deletion_time, finalizers_of, name_of
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 
@@ -41,9 +42,15 @@ class ServiceCaller:
     name: str
 
 
+# how long a live controller's objects may stand still after their deletion began before it is no longer
+# "at work" (NSSTUCK_NO_PROGRESS_MINUTES; issue 37 §1)
+NO_PROGRESS_AFTER = timedelta(minutes=30)
+
+
 class Context:
-    def __init__(self, snapshot: NamespaceSnapshot) -> None:
+    def __init__(self, snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_PROGRESS_AFTER) -> None:
         self.snapshot = snapshot
+        self.no_progress_after = no_progress_after
         self.now: datetime = snapshot.observed_at
         namespace = snapshot.namespace_object or {}
         self.namespace_obj: KubeObject = namespace
@@ -107,12 +114,39 @@ class Context:
             out.setdefault((str(spec.get("group") or ""), str((spec.get("names") or {}).get("plural") or "")), crd)
         return out
 
+    def logs_about(self, keys: Iterable[str]) -> list[tuple[ControllerLog, ObjectLines | None]]:
+        """The controller logs read for any of these objects (by their display), with what each said of
+        the first of them it names (None: a read that failed, or that named none of them)."""
+        wanted = list(keys)
+        out: list[tuple[ControllerLog, ObjectLines | None]] = []
+        for log in self.snapshot.controller_logs:
+            if log.problem:
+                if any(key in log.subjects for key in wanted):
+                    out.append((log, None))
+                continue
+            lines = [found for key in wanted if (found := log.about(key)) is not None]
+            if lines:
+                out.append((log, combined(lines)))
+        return out
+
     def orphan_lines(self, limit: int = 50) -> list[str]:
         """What force-finalizing would leave behind, for the remedy's warning."""
         lines = [h.ref.display for h in self.remaining]
         if len(lines) > limit:
             lines = [*lines[:limit], f"... and {len(lines) - limit} more"]
         return lines
+
+
+def combined(lines: list[ObjectLines]) -> ObjectLines:
+    """What one log said about several objects, as one (counts summed, the last quotes kept)."""
+    return ObjectLines(
+        key=lines[0].key,
+        matched=sum(x.matched for x in lines),
+        refusals=sum(x.refusals for x in lines),
+        event_refusals=sum(x.event_refusals for x in lines),
+        errors=sum(x.errors for x in lines),
+        quoted=tuple(q for x in lines for q in x.quoted)[-QUOTED:],
+    )
 
 
 def still_deleting(
@@ -122,6 +156,7 @@ def still_deleting(
     evidence: Iterable[str] = (),
     remedies: Iterable[Remedy],
     controller: Controller | None = None,
+    progress: Progress | None = None,
 ) -> Finding:
     """Content that is being deleted normally: context for the reader, not a verdict to act on."""
     return Finding(
@@ -132,4 +167,5 @@ def still_deleting(
         evidence=tuple(e for e in evidence if e),
         remedies=tuple(remedies),
         controller=controller,
+        progress=progress,
     )

@@ -15,7 +15,7 @@ def findings(ctx: Context, found: list[Finding]) -> list[Finding]:
     if not message:
         return []
     explained = {f.cause for f in found}
-    if Cause.WEBHOOK_BLOCKS_DELETE in explained and ("webhook" in message):
+    if Cause.WEBHOOK_BLOCKS_DELETE in explained and ("webhook" in message or "ValidatingAdmissionPolicy" in message):
         return []
     pods_explained = any(o.kind == "Pod" for f in found for o in f.objects)
     if pods_explained and "Resource=pods" in message and message.count("Resource=") == 1:

@@ -14,14 +14,17 @@ from bot.diagnosis import (
     finalizers,
     namespace_finalizers,
     pods,
+    policies,
     predicting,
     remedies,
     volumes,
     webhooks,
 )
-from bot.diagnosis.context import Context, still_deleting
+from bot.diagnosis.context import NO_PROGRESS_AFTER, Context, still_deleting
+from bot.diagnosis.controller_state import RESYNC
 from bot.diagnosis.guarding import guard
-from bot.diagnosis.reading import age
+from bot.diagnosis.leases import LeaseState, controller_manager
+from bot.diagnosis.reading import age, human_duration
 from bot.domain.findings import Action, Cause, Diagnosis, Finding, NamespaceState
 from bot.domain.refs import deletion_time
 from bot.domain.snapshot import NamespaceSnapshot
@@ -35,6 +38,7 @@ CAUSE_ORDER = [
     Cause.POD_ON_LOST_NODE,
     Cause.PVC_IN_USE,
     Cause.FINALIZER_DEADLOCK,
+    Cause.CLEANUP_FAILING,
     Cause.ORPHANED_FINALIZER,
     Cause.DELETION_ERROR,
     Cause.NAMESPACE_FINALIZER,
@@ -46,7 +50,9 @@ CAUSE_ORDER = [
 SETTLING = timedelta(seconds=30)
 
 
-def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
+def diagnose(snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_PROGRESS_AFTER) -> Diagnosis:
+    """`no_progress_after`: how long a live controller's objects may stand still after their deletion
+    began before it is no longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES)."""
     base = Diagnosis(
         cluster=snapshot.cluster,
         namespace=snapshot.namespace,
@@ -58,7 +64,7 @@ def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
     )
     if snapshot.namespace_object is None:
         return base
-    ctx = Context(snapshot)
+    ctx = Context(snapshot, no_progress_after=no_progress_after)
     uid = ctx.namespace_ref.uid
     deleted_at = deletion_time(snapshot.namespace_object)
     if deleted_at is None:
@@ -69,9 +75,18 @@ def diagnose(snapshot: NamespaceSnapshot) -> Diagnosis:
     seconds = max(0, int((snapshot.observed_at - deleted_at).total_seconds()))
 
     found: list[Finding] = []
-    for family in (apiservices, discovery, webhooks, pods, volumes, finalizers, namespace_finalizers):
+    for family in (apiservices, discovery, webhooks, policies, pods, volumes, finalizers, namespace_finalizers):
         found.extend(family.findings(ctx))
     found.extend(deletion_errors.findings(ctx, found))
+    # no condition quotes a refusal: a fail-closed webhook on the namespace controller's delete-collection
+    # requests is the suspect, unless kube-controller-manager is seen not running at all
+    if (
+        not any(f.blocking for f in found)
+        and not ctx.facts.present
+        and seconds >= RESYNC.total_seconds()
+        and controller_manager(snapshot, ctx.now).state is not LeaseState.STALE
+    ):
+        found.extend(webhooks.collection_suspects(ctx, human_duration(timedelta(seconds=seconds))))
     if not any(f.blocking for f in found):
         found.extend(_unexplained(ctx, seconds, has_findings=bool(found)))
     found.sort(key=lambda f: (not f.blocking, CAUSE_ORDER.index(f.cause)))

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import shlex
 from collections import defaultdict
+from dataclasses import replace
 
-from bot.diagnosis import catalogue, controllers, remedies
+from bot.diagnosis import catalogue, cleanup, controllers, progress, remedies
 from bot.diagnosis.catalogue_model import Owner
 from bot.diagnosis.context import Context, Held, still_deleting
 from bot.diagnosis.controllers import Judgement, quote
@@ -35,7 +36,7 @@ WORKLOAD_CONTROLLERS = frozenset(
 )
 
 
-def _by_finalizer(ctx: Context) -> dict[str, list[Held]]:
+def by_finalizer(ctx: Context) -> dict[str, list[Held]]:
     groups: dict[str, list[Held]] = defaultdict(list)
     for held in ctx.deleting:
         for finalizer in held.finalizers:
@@ -104,7 +105,7 @@ def _deadlocks(ctx: Context, groups: dict[str, list[Held]]) -> dict[str, list[st
 
 def findings(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    groups = _by_finalizer(ctx)
+    groups = by_finalizer(ctx)
     deadlocks = _deadlocks(ctx, groups)
     for finalizer, held in groups.items():
         owner = _owner(finalizer, held)
@@ -143,32 +144,34 @@ def findings(ctx: Context) -> list[Finding]:
             )
             continue
 
+        moved = progress.of(ctx, held) if judgement.state is not ControllerState.DEAD else None
         if finalizer in deadlocks:
-            out.append(_deadlock(ctx, finalizer, owner, held, judgement, evidence, deadlocks[finalizer]))
+            found = _deadlock(ctx, finalizer, owner, held, judgement, evidence, deadlocks[finalizer])
+            out.append(replace(found, progress=moved))
             continue
 
+        if judgement.state is ControllerState.ALIVE and moved is not None and moved.stuck and not owner.builtin:
+            out.append(cleanup.stuck(ctx, finalizer, owner, held, judgement, evidence, moved))
+            continue
         if judgement.state is ControllerState.ALIVE:
             name = name_of(judgement.workload) if judgement.workload is not None else owner.name
             steps = [remedies.wait(f"{name} is at work; give it time to finish its cleanup")]
-            if judgement.workload is not None:
-                kind, namespace, workload = _identity(judgement.workload)
-                steps.append(
-                    remedies.investigate(
-                        f"If it does not progress, read the logs of {workload}",
-                        [f"kubectl -n {namespace} logs {kind}/{workload}"],
-                    )
-                )
+            command = cleanup.log_command(ctx, judgement, moved.since) if moved is not None else None
+            if command is not None:
+                steps.append(remedies.investigate(f"If it does not progress, read the logs of {name}", [command]))
             out.append(
                 still_deleting(
                     f"{what} {verb} {finalizer}; {judgement.why} and should remove it",
                     objects=objects,
-                    evidence=[*evidence, *judgement.evidence],
+                    evidence=[*evidence, *judgement.evidence, *([moved.text] if moved is not None else [])],
                     remedies=remedies.rank(steps),
                     controller=judgement.controller,
+                    progress=moved,
                 )
             )
             continue
-        out.append(orphaned(ctx, finalizer, owner, held, judgement, evidence, what, verb))
+        found = orphaned(ctx, finalizer, owner, held, judgement, evidence, what, verb)
+        out.append(replace(found, progress=moved) if judgement.state is ControllerState.UNKNOWN else found)
     return out
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
+from bot.domain.durations import human_seconds
 from bot.domain.refs import ClusterName, ObjectRef
 
 REPORT_SCHEMA = "nsstuck.diagnosis/v1"
@@ -26,6 +27,9 @@ class Cause(StrEnum):
     # a live controller cannot remove its finalizer: its cleanup must create objects in the
     # terminating namespace, which the API server forbids (an addition to §2)
     FINALIZER_DEADLOCK = "finalizer_deadlock"
+    # a live controller's cleanup keeps failing for another reason (an external API refusing, a credential
+    # gone): its failure shows in the object's status, the controller's log or its restarts (issue 37)
+    CLEANUP_FAILING = "cleanup_failing"
     NAMESPACE_FINALIZER = "namespace_finalizer"
     WEBHOOK_BLOCKS_DELETE = "webhook_blocks_delete"
     POD_ON_LOST_NODE = "pod_on_lost_node"
@@ -234,6 +238,94 @@ class Controller:
 
 
 @dataclass(frozen=True)
+class Remaining:
+    """The namespace controller's count of remaining objects at one time (NamespaceContentRemaining)."""
+
+    at: datetime
+    count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": _iso(self.at), "count": self.count}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Remaining:
+        return cls(at=datetime.fromisoformat(data["at"]), count=int(data["count"]))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Whether the objects a finding names have moved since their deletion began (issue 37 §1).
+
+    `since`: when their deletion began (the oldest deletionTimestamp); `last_change`: the last change by
+    another manager than nsstuck since then (managedFields times, a condition's transition, a
+    resourceVersion that differs from an earlier snapshot's), None when none is seen; `remaining`: the
+    namespace controller's counts across the incident's snapshots, oldest first (empty: not known);
+    `bound_seconds`: how long a live controller may stand still before it is no longer "at work"."""
+
+    since: datetime
+    last_change: datetime | None
+    observed_at: datetime
+    bound_seconds: int
+    remaining: tuple[Remaining, ...] = ()
+
+    @property
+    def still_since(self) -> datetime:
+        return max(self.since, self.last_change) if self.last_change is not None else self.since
+
+    @property
+    def still_seconds(self) -> int:
+        return max(0, int((self.observed_at - self.still_since).total_seconds()))
+
+    @property
+    def shrinking(self) -> bool:
+        """The remaining count went down between the first and the last snapshot that counted it."""
+        return len(self.remaining) >= 2 and self.remaining[-1].count < self.remaining[0].count
+
+    @property
+    def progressing(self) -> bool:
+        return self.shrinking or self.still_seconds <= self.bound_seconds
+
+    @property
+    def stuck(self) -> bool:
+        """No progress for longer than the bound."""
+        return not self.progressing
+
+    @property
+    def text(self) -> str:
+        """`no progress for 3d 4h`, `progressing: 1,240 → 310 objects in 10 min`, `last change 5m ago`."""
+        if self.shrinking:
+            first, last = self.remaining[0], self.remaining[-1]
+            minutes = max(1, round((last.at - first.at).total_seconds() / 60))
+            return f"progressing: {first.count:,} → {last.count:,} objects in {minutes} min"
+        still = human_seconds(self.still_seconds, keep_zero=False)
+        if self.stuck:
+            return f"no progress for {still}"
+        return f"no change for {still} (within the {human_seconds(self.bound_seconds, keep_zero=False)} bound)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "since": _iso(self.since),
+            "last_change": _iso(self.last_change) if self.last_change is not None else None,
+            "still_seconds": self.still_seconds,
+            "bound_seconds": self.bound_seconds,
+            "progressing": self.progressing,
+            "remaining": [r.to_json() for r in self.remaining],
+            "text": self.text,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], observed_at: datetime) -> Progress:
+        last = data.get("last_change")
+        return cls(
+            since=datetime.fromisoformat(data["since"]),
+            last_change=datetime.fromisoformat(last) if last else None,
+            observed_at=observed_at,
+            bound_seconds=int(data.get("bound_seconds", 0)),
+            remaining=tuple(Remaining.from_json(r) for r in data.get("remaining", ())),
+        )
+
+
+@dataclass(frozen=True)
 class Finding:
     """One cause at work in the namespace, proven by evidence, naming the objects that hold it."""
 
@@ -245,6 +337,8 @@ class Finding:
     remedies: tuple[Remedy, ...] = ()
     # a finding about a finalizer: whether the controller that removes it works
     controller: Controller | None = None
+    # a finding about objects a live or unknown controller keeps: how long they have stood still
+    progress: Progress | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -257,11 +351,14 @@ class Finding:
         }
         if self.controller is not None:
             out["controller"] = self.controller.to_json()
+        if self.progress is not None:
+            out["progress"] = self.progress.to_json()
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
         controller = data.get("controller")
+        progress = data.get("progress")
         return cls(
             cause=Cause(data["cause"]),
             blocking=bool(data["blocking"]),
@@ -270,7 +367,19 @@ class Finding:
             evidence=tuple(data.get("evidence", ())),
             remedies=tuple(Remedy.from_json(r) for r in data.get("remedies", ())),
             controller=Controller.from_json(controller) if isinstance(controller, dict) else None,
+            progress=_progress(progress),
         )
+
+
+def _progress(data: Any) -> Progress | None:
+    """A report's progress read back: the time it was observed is when it had stood still for its
+    `still_seconds` (the report's observed_at, to the second)."""
+    if not isinstance(data, dict):
+        return None
+    since = datetime.fromisoformat(data["since"])
+    last = datetime.fromisoformat(data["last_change"]) if data.get("last_change") else None
+    still_since = max(since, last) if last is not None else since
+    return Progress.from_json(data, still_since + timedelta(seconds=int(data.get("still_seconds", 0))))
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bot.domain.controller_logs import ControllerLog
 from bot.domain.findings import Gap
 from bot.domain.refs import ClusterName, KubeObject, meta
 
@@ -113,6 +114,28 @@ class GroupVersionStatus:
         )
 
 
+@dataclass(frozen=True)
+class Observation:
+    """What an earlier snapshot of the same incident saw, for progress (issue 37 §1): when, the namespace
+    controller's count of remaining objects (None: not counted), and each held object's resourceVersion
+    by uid."""
+
+    at: datetime
+    remaining: int | None
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at.isoformat(), "remaining": self.remaining, "versions": dict(self.versions)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Observation:
+        return cls(
+            at=datetime.fromisoformat(data["at"]),
+            remaining=data.get("remaining"),
+            versions=dict(data.get("versions") or {}),
+        )
+
+
 _OBJECT_LISTS = (
     "apiservices",
     "services",
@@ -120,6 +143,7 @@ _OBJECT_LISTS = (
     "endpoints",
     "backend_pods",
     "webhook_configurations",
+    "admission_policies",
     "crds",
     "workloads",
     "leases",
@@ -149,6 +173,8 @@ class NamespaceSnapshot:
     backend_pods: tuple[KubeObject, ...] = ()
     # Validating- and MutatingWebhookConfigurations (kind tells them apart)
     webhook_configurations: tuple[KubeObject, ...] = ()
+    # ValidatingAdmissionPolicies and their bindings (kind tells them apart); empty on a server without them
+    admission_policies: tuple[KubeObject, ...] = ()
     crds: tuple[KubeObject, ...] = ()
     # nodes of the pods that are being deleted; None: the Node object does not exist
     nodes: Mapping[str, KubeObject | None] = field(default_factory=dict)
@@ -173,6 +199,11 @@ class NamespaceSnapshot:
     cluster_service_versions: tuple[KubeObject, ...] = ()
     owner_reads: tuple[str, ...] = ()
     gaps: tuple[Gap, ...] = ()
+    # what the controllers of blocking objects logged about them (quoted, redacted lines and counts only,
+    # never the log), or why their logs could not be read (issue 37 §2)
+    controller_logs: tuple[ControllerLog, ...] = ()
+    # earlier snapshots of the same incident, oldest first, as far as progress needs them
+    earlier: tuple[Observation, ...] = ()
     # an Active namespace collected whole (contents, discovery, webhooks, controllers, nodes of its pods),
     # so that the rules can predict whether deleting it would get stuck; False for a snapshot of the
     # namespace object alone (one stored before predictions existed)
@@ -226,6 +257,10 @@ class NamespaceSnapshot:
             out["for_prediction"] = True
         if self.owner_reads:
             out["owner_reads"] = list(self.owner_reads)
+        if self.controller_logs:
+            out["controller_logs"] = [c.to_json() for c in self.controller_logs]
+        if self.earlier:
+            out["earlier"] = [o.to_json() for o in self.earlier]
         for name in _OBJECT_LISTS:
             out[name] = list(getattr(self, name))
         return out
@@ -248,6 +283,8 @@ class NamespaceSnapshot:
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             for_prediction=bool(data.get("for_prediction", False)),
             owner_reads=tuple(str(r) for r in data.get("owner_reads") or ()),
+            controller_logs=tuple(ControllerLog.from_json(c) for c in data.get("controller_logs") or ()),
+            earlier=tuple(Observation.from_json(o) for o in data.get("earlier") or ()),
             **lists,
         )
 

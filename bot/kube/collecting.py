@@ -75,6 +75,9 @@ class CollectOptions:
     predict: bool = True
     # the largest answer read, in bytes (NSSTUCK_MAX_ANSWER_MB): a larger one is a gap saying so
     max_answer: int = MAX_ANSWER
+    # seconds a live controller's objects may stand still after their deletion began before it is no
+    # longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES; issue 37 §1): the diagnosis's bound, and whose logs to read
+    no_progress_after: float = 1800.0
     # whether a finalizer (of an object being deleted, or in an Active namespace carrying one), given the API
     # group of that object and the cluster's workloads, needs its controller searched for in the cluster: then
     # RBAC and OLM's ClusterServiceVersions are read as well (`bot.diagnosis.owners.needs_search`); None:
@@ -108,6 +111,12 @@ _WORKLOADS = (
 _WEBHOOKS = (
     ("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
     ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
+)
+
+# ValidatingAdmissionPolicies and their bindings (GA in 1.30; a server without them answers 404: not a gap)
+_POLICIES = (
+    ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", "ValidatingAdmissionPolicy"),
+    ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding"),
 )
 
 
@@ -901,6 +910,7 @@ class _Run:
         self.apiservices: list[KubeObject] = []
         # per kind, joined in a fixed order at the end (the calls finish in any order)
         self.webhooks: dict[str, list[KubeObject]] = {}
+        self.policies: dict[str, list[KubeObject]] = {}
         self.crds: list[KubeObject] = []
         self.workloads: dict[str, list[KubeObject]] = {}
         self.services: dict[tuple[str, str], KubeObject] = {}
@@ -976,6 +986,10 @@ class _Run:
             what = f"list {kind}s"
             call = partial(self.c._list, loop, path, kind=f"{kind}List")
             loop.add(what, call, self._on_webhooks(kind), self.gap(what))
+        for path, kind in _POLICIES:
+            what = f"list {path.rpartition('/')[2]}"
+            call = partial(self.c._list, loop, path, kind=f"{kind}List")
+            loop.add(what, call, self._on_policies(kind), self.optional_gap(what))
         loop.add(
             "list customresourcedefinitions",
             lambda: self.c._list(
@@ -1033,6 +1047,7 @@ class _Run:
             "endpoints": tuple(sorted(self.endpoints, key=_namespaced_name)),
             "backend_pods": tuple(self.backend_pods[k] for k in sorted(self.backend_pods)),
             "webhook_configurations": tuple(o for _, kind in _WEBHOOKS for o in self.webhooks.get(kind, ())),
+            "admission_policies": tuple(o for _, kind in _POLICIES for o in self.policies.get(kind, ())),
             "crds": tuple(self.crds),
             "workloads": tuple(o for _, kind in _WORKLOADS for o in self.workloads.get(kind, ())),
             "server_version": self.server_version,
@@ -1323,6 +1338,14 @@ class _Run:
                     service = (webhook.get("clientConfig") or {}).get("service") or {}
                     if service:
                         self._follow_service(str(service.get("namespace", "")), str(service.get("name", "")))
+
+        return handle
+
+    def _on_policies(self, kind: str) -> Callable[[list[KubeObject]], None]:
+        def handle(items: list[KubeObject]) -> None:
+            for item in items:
+                item["kind"] = kind
+                self.policies.setdefault(kind, []).append(item)
 
         return handle
 

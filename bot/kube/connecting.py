@@ -40,6 +40,7 @@ from bot.errors import ClusterUnreachableError, UserError
 from bot.kube import clientfiles
 from bot.kube.observing import CallObserver
 from bot.kube.requesting import Reader
+from bot.kube.watchdog import watched
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class ClusterTarget:
     kubeconfig: Path | None = None
     context: str | None = None
     in_cluster: bool = False
+    # read the logs of the controllers of blocking objects (`evidence.controller_logs` in the config file)
+    controller_logs: bool = True
 
 
 @dataclass(frozen=True)
@@ -460,6 +463,7 @@ def connect(
     configuration.connection_pool_maxsize = max(pool_size, 4)
     configuration.retries = False
     api_client = k8s_client.ApiClient(configuration)
+    watched(api_client.rest_client.pool_manager)  # a call through the client ends at its deadline
     if impersonate is not None:
         _impersonating(api_client, impersonate)
     connection = Connection(target, api_client, _secrets_of(configuration, known), _shown_host(str(configuration.host)))

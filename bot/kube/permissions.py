@@ -44,6 +44,14 @@ READS: dict[str, tuple[Rule, ...]] = {
             ("list",),
         ),
     ),
+    # ValidatingAdmissionPolicies and their bindings: which one a namespace condition quotes as denying
+    "admission policies": (
+        Rule(
+            ("admissionregistration.k8s.io",),
+            ("validatingadmissionpolicies", "validatingadmissionpolicybindings"),
+            ("list",),
+        ),
+    ),
     # the types of a group whose discovery fails, and conversion webhooks
     "custom resource definitions": (Rule(("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list",)),),
     # which controller (if any) still runs for a finalizer or a webhook
@@ -65,6 +73,10 @@ READS: dict[str, tuple[Rule, ...]] = {
         Rule(("discovery.k8s.io",), ("endpointslices",), ("list",)),
         Rule(("",), ("pods",), ("list",)),
     ),
+    # the controller's own words (issue 37 §2): the recent log lines of the pods of a live controller whose
+    # objects stood still past the bound, only those naming the objects kept (redacted); a cluster's
+    # `evidence.controller_logs: false` turns the read off
+    "controller logs": (Rule(("",), ("pods/log",), ("get",)),),
     # the node of a pod that is being deleted (or, in an Active namespace, will be): gone, or NotReady?
     "nodes": (Rule(("",), ("nodes",), ("get",)),),
 }

@@ -68,6 +68,7 @@ class ClusterRegistry:
                     kubeconfig=resolve_kubeconfig(cluster, config_path),
                     context=cluster.context,
                     in_cluster=cluster.in_cluster,
+                    controller_logs=cluster.evidence.controller_logs,
                 )
                 for cluster in config.clusters
             ),

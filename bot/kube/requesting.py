@@ -80,6 +80,8 @@ class Answer:
     reason: str
     headers: dict[str, str]  # names in lower case; a repeated header's values joined (urllib3's HTTPHeaderDict)
     body: bytes | bytearray
+    # a tail read (`tail`): whether older bytes were dropped to keep the newest
+    cut: bool = False
 
 
 class NotConnected(Exception):
@@ -151,6 +153,25 @@ def read_limited(read1: Callable[[int], bytes], limit: int, before: Callable[[],
         body += data
         if len(body) > limit:
             raise too_large(limit)
+
+
+def read_tail(
+    read1: Callable[[int], bytes], keep: int, before: Callable[[], None] | None = None
+) -> tuple[bytearray, bool]:
+    """A body read to its end, keeping only its last `keep` bytes (a log whose newest lines matter; the
+    API's `limitBytes` would keep the oldest): the kept bytes, and whether any were dropped."""
+    body = bytearray()
+    cut = False
+    while True:
+        if before is not None:
+            before()
+        data = read1(CHUNK)
+        if not data:
+            return body, cut
+        body += data
+        if len(body) > keep:
+            del body[: len(body) - keep]
+            cut = True
 
 
 def _mib(size: int) -> str:
@@ -257,10 +278,18 @@ class Reader:
         return headers
 
     def get(
-        self, path: str, query: dict[str, str] | None, *, accept: str, timeout: float, limit: int = MAX_ANSWER
+        self,
+        path: str,
+        query: dict[str, str] | None,
+        *,
+        accept: str,
+        timeout: float,
+        limit: int = MAX_ANSWER,
+        tail: int | None = None,
     ) -> Answer:
         """GET `path` (with `query`): `timeout` seconds to connect, and as many for the whole answer; a
         body of at most `limit` bytes, not encoded.
+        `tail`: read the whole body, keeping only its last `tail` bytes (`limit` then does not apply).
         Raises NotConnected, ConnectTimeout, ReadTimeout, Dropped, TlsFailed or Refused."""
         ends = time.monotonic() + timeout
         target = self.prefix + path + ("?" + urlencode(query) if query else "")
@@ -283,7 +312,7 @@ class Reader:
                     InsecureRequestWarning,
                     stacklevel=2,
                 )
-            answer, reusable = _exchange(link, ends, limit)
+            answer, reusable = _exchange(link, ends, limit, tail)
         except BaseException:
             link.close()  # whatever was left of the answer (a call given up, a body refused) is not read
             raise
@@ -338,7 +367,7 @@ class Reader:
         return sock
 
 
-def _exchange(link: _Link, ends: float, limit: int) -> tuple[Answer, bool]:
+def _exchange(link: _Link, ends: float, limit: int, tail: int | None = None) -> tuple[Answer, bool]:
     """Send the request put on `link`, and read its answer by `ends`: the answer, and whether the
     connection may carry another request."""
     sock: Any = link.sock  # a _PlainSocket or a _TlsSocket (`Reader._open`)
@@ -359,9 +388,14 @@ def _exchange(link: _Link, ends: float, limit: int) -> tuple[Answer, bool]:
     for name, value in response.getheaders():
         key = name.lower()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    cut = False
     try:
-        check_head(headers.get, limit)
-        body = read_limited(response.read1, limit)
+        if tail is None:
+            check_head(headers.get, limit)
+            body = read_limited(response.read1, limit)
+        else:
+            check_head(headers.get, MAX_ANSWER * 64)  # (encoding only: the size is bounded by what is kept)
+            body, cut = read_tail(response.read1, tail)
         if response.length:  # Content-Length said more than came before the end (urllib3 says so too)
             raise http.client.IncompleteRead(bytes(body), response.length)
     except (OSError, http.client.HTTPException) as e:
@@ -372,7 +406,7 @@ def _exchange(link: _Link, ends: float, limit: int) -> tuple[Answer, bool]:
         raise
     reusable = not response.will_close
     response.close()
-    return Answer(response.status, response.reason, headers, body), reusable
+    return Answer(response.status, response.reason, headers, body, cut), reusable
 
 
 def _failure(error: BaseException) -> Exception:

@@ -30,9 +30,14 @@ from bot.kube.requesting import (
     TlsFailed,
     check_head,
     read_limited,
+    read_tail,
 )
+from bot.kube.watchdog import Watch
 
 UNAVAILABLE = "the server is currently unable to handle the request"
+# how long after a call's deadline its sockets are shut (bot.kube.watchdog), if urllib3's own timeouts
+# have not ended it by then
+WATCH_GRACE = 0.1
 NOT_FOUND = "the server could not find the requested resource"
 
 # what a call asks the answer to be: the object as JSON, or only its metadata (the API server's
@@ -55,6 +60,14 @@ class CallKind(StrEnum):
     STATUS = "status"  # the server answered, with an error status
     TIMEOUT = "timeout"  # no answer in time (the server may have acted on it)
     CONNECTION = "connection"  # no connection, or it broke (see `CallError.dropped`)
+
+
+@dataclass(frozen=True)
+class Tail:
+    """The newest bytes of a text answer (a container's log): `cut` when older ones were dropped."""
+
+    body: bytes
+    cut: bool
 
 
 @dataclass(frozen=True)
@@ -162,6 +175,21 @@ class Transport:
             "GET", path, query=query, timeout=timeout, deadline=deadline, accept=accept, shape=shape, kind=kind
         )
 
+    def get_tail(
+        self,
+        path: str,
+        query: dict[str, str] | None = None,
+        *,
+        keep: int,
+        timeout: float | None = None,
+        deadline: float | None = None,
+    ) -> Tail:
+        """A text answer (`text/plain`, a pod's log) read to its end within the call's time, of which only
+        the last `keep` bytes are kept; not judged as JSON."""
+        answer = self.call("GET", path, query=query, timeout=timeout, deadline=deadline, accept="*/*", tail=keep)
+        assert isinstance(answer, Tail)
+        return answer
+
     def get_negotiated(
         self, path: str, *, accept: str, timeout: float | None = None, deadline: float | None = None
     ) -> tuple[Any, str]:
@@ -184,6 +212,7 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         """`accept`: JSON (the whole object), or METADATA / METADATA_LIST (metadata only).
         `content_types`: the answer's Content-Type is appended to it. The answer to a GET is judged
@@ -207,6 +236,7 @@ class Transport:
                     content_types=content_types,
                     shape=shape,
                     kind=kind,
+                    tail=tail,
                 )
             except CallError as e:
                 if e.status == 429:
@@ -238,6 +268,7 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         send = partial(
             self._send,
@@ -251,6 +282,7 @@ class Transport:
             content_types=content_types,
             shape=shape,
             kind=kind,
+            tail=tail,
         )
         if self.observer is None:
             return send()
@@ -276,6 +308,7 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         reader = self.connection.reader
         if method == "GET" and reader is not None:
@@ -289,6 +322,7 @@ class Transport:
                     content_types=content_types,
                     shape=shape,
                     kind=kind,
+                    tail=tail,
                 )
             except NotConnected:
                 pass  # nothing was sent: the client opens a connection and says why it cannot, in its words
@@ -303,6 +337,7 @@ class Transport:
             content_types=content_types,
             shape=shape,
             kind=kind,
+            tail=tail,
         )
 
     def _read(
@@ -316,10 +351,11 @@ class Transport:
         content_types: list[str] | None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
         """A GET by the connection's Reader, its failures said as those of the client (`_send_by_client`)."""
         try:
-            answer = reader.get(path, query, accept=accept, timeout=timeout, limit=self.max_answer)
+            answer = reader.get(path, query, accept=accept, timeout=timeout, limit=self.max_answer, tail=tail)
         except ConnectTimeout:
             raise CallError(CallKind.TIMEOUT, f"timed out after {timeout:g}s (ConnectTimeoutError)") from None
         except ReadTimeout:
@@ -341,6 +377,8 @@ class Transport:
         content_type = str(answer.headers.get("content-type") or "")
         if content_types is not None:
             content_types.append(content_type)
+        if tail is not None:
+            return Tail(bytes(answer.body), answer.cut)
         return _judged(answer.body, path, answer.status, content_type, shape=shape, kind=kind)
 
     def _status_error(self, status: int, body: object, retry_after: object) -> CallError:
@@ -371,14 +409,52 @@ class Transport:
         content_types: list[str] | None = None,
         shape: Shape | None = None,
         kind: Kinds = None,
+        tail: int | None = None,
     ) -> Any:
-        api = self.connection.api_client
         headers = {"Accept": accept}
         if body is not None:
             headers["Content-Type"] = content_type
         started = time.monotonic()
+        ends = started + (timeout or self.call_timeout)
+        watch = Watch(ends + WATCH_GRACE)
         try:
-            response = api.call_api(
+            with watch:
+                return self._by_client(
+                    method,
+                    path,
+                    query=query,
+                    body=body,
+                    headers=headers,
+                    timeout=timeout,
+                    ends=ends,
+                    content_types=content_types,
+                    shape=shape,
+                    kind=kind,
+                    tail=tail,
+                )
+        except CallError as e:
+            if watch.fired and e.kind is not CallKind.TIMEOUT:
+                raise _watch_fired(timeout or self.call_timeout) from None
+            raise
+
+    def _by_client(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None,
+        body: Any,
+        headers: dict[str, str],
+        timeout: float | None,
+        ends: float,
+        content_types: list[str] | None,
+        shape: Shape | None,
+        kind: Kinds,
+        tail: int | None,
+    ) -> Any:
+        """The call through the client, watched by `_send_by_client`."""
+        try:
+            response = self.connection.api_client.call_api(
                 path,
                 method,
                 query_params=list((query or {}).items()),
@@ -393,7 +469,9 @@ class Transport:
             content_type = str(response.headers.get("Content-Type") or "")
             if content_types is not None:
                 content_types.append(content_type)
-            raw = _read_by_client(response, self.max_answer, started + (timeout or self.call_timeout))
+            if tail is not None:
+                return Tail(*_tail_by_client(response, tail, ends))
+            raw = _read_by_client(response, self.max_answer, ends)
         except Refused as e:
             raise _refused(path, e, method) from None
         except ApiException as e:
@@ -426,6 +504,25 @@ class Transport:
         return _decoded_json(raw)
 
 
+def _tail_by_client(response: Any, keep: int, ends: float) -> tuple[bytes, bool]:
+    """The last `keep` bytes of the client's answer, read whole by `ends` (`requesting.read_tail`)."""
+    try:
+        check_head(lambda name: None if name == "content-length" else response.headers.get(name), keep)
+
+        def bounded() -> None:
+            if ends - time.monotonic() <= 0:
+                raise urllib3.exceptions.ReadTimeoutError(None, "", "Read timed out.")  # type: ignore[arg-type]
+            sock = getattr(response.connection, "sock", None)
+            if sock is not None:
+                sock.settimeout(ends - time.monotonic())
+
+        body, cut = read_tail(partial(response.read1, decode_content=False), keep, bounded)
+        return bytes(body), cut
+    finally:
+        response.close()
+        response.release_conn()
+
+
 def _read_by_client(response: Any, limit: int, ends: float) -> bytearray:
     """The body of the client's answer (urllib3's, not yet read), bounded as the Reader bounds it: not
     encoded, at most `limit` bytes, whole by `ends`. Each read waits for at most one receive, itself
@@ -449,6 +546,12 @@ def _read_by_client(response: Any, limit: int, ends: float) -> bytearray:
         response.close()  # closes its connection too: what is left of the answer is not read
         response.release_conn()
         raise
+
+
+def _watch_fired(timeout: float) -> CallError:
+    """A call whose sockets the watchdog shut at its deadline (`bot.kube.watchdog`): whatever the read
+    then failed with, the call timed out."""
+    return CallError(CallKind.TIMEOUT, f"timed out after {timeout:g}s (ReadTimeoutError)")  # as the Reader says it
 
 
 def _refused(path: str, error: Refused, method: str = "GET") -> CallError:

@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.engine import diagnose
+from bot.diagnosis.log_targets import log_targets
 from bot.diagnosis.owners import needs_search
 from bot.domain.findings import Diagnosis, Summary
 from bot.domain.refs import ClusterName
@@ -25,6 +26,7 @@ from bot.domain.snapshot_codec import StoredJson, compress_snapshot, decode_repo
 from bot.errors import ClusterUnreachableError
 from bot.kube.collecting import CollectOptions, Collector, utcnow
 from bot.kube.connecting import CREDENTIAL_TIMEOUT, ClusterTarget, Connection, ConnectionCache, connect
+from bot.kube.podlogs import read_controller_logs
 from bot.kube.transport import Transport
 
 if TYPE_CHECKING:
@@ -124,12 +126,15 @@ def diagnose_namespace(
     options = options or CollectOptions()
     started = time.monotonic()
     try:
-        snapshot = _collect(target, namespace, options, clock, connections)
+        snapshot = _collect(target, namespace, options, clock, connections, started)
     except _Renew:
         # a kept client whose credentials the server no longer takes (an exec plugin's token revoked
         # before its expiry): once more, with the credentials loaded again
-        snapshot = _collect(target, namespace, options, clock, connections)
-    return DiagnosisResult(diagnose(snapshot), snapshot, int((time.monotonic() - started) * 1000))
+        snapshot = _collect(target, namespace, options, clock, connections, started)
+    bound = timedelta(seconds=options.no_progress_after)
+    return DiagnosisResult(
+        diagnose(snapshot, no_progress_after=bound), snapshot, int((time.monotonic() - started) * 1000)
+    )
 
 
 class _Renew(Exception):
@@ -142,22 +147,46 @@ def searching(options: CollectOptions) -> CollectOptions:
     return options if options.owner_search is not None else replace(options, owner_search=needs_search)
 
 
-def _collect(
+def _collect(  # noqa: PLR0917 (diagnose_namespace's arguments, passed on as they are)
     target: ClusterTarget,
     namespace: str,
     options: CollectOptions,
     clock: Callable[[], datetime],
     connections: ConnectionCache | None,
+    started: float,
 ) -> NamespaceSnapshot:
     options = searching(options)
     with _connection(target, options, connections) as connection:
         transport = Transport(connection, call_timeout=options.call_timeout, max_answer=options.max_answer)
         try:
-            return Collector(transport, cluster=target.name, options=options, clock=clock).collect(namespace)
+            snapshot = Collector(transport, cluster=target.name, options=options, clock=clock).collect(namespace)
         except ClusterUnreachableError:
             if connection.refused and connection.lent > 1:
                 raise _Renew from None
             raise
+        return with_controller_logs(transport, target, snapshot, options, deadline=started + options.deadline)
+
+
+def with_controller_logs(
+    transport: Transport,
+    target: ClusterTarget,
+    snapshot: NamespaceSnapshot,
+    options: CollectOptions,
+    *,
+    deadline: float,
+) -> NamespaceSnapshot:
+    """The snapshot with what the controllers of its blocking objects logged about them (issue 37 §2): read
+    only for live or unknown controllers whose objects stood still past the bound, within the deadline."""
+    targets = log_targets(snapshot, no_progress_after=timedelta(seconds=options.no_progress_after))
+    if not targets:
+        return snapshot
+    # what is left of the diagnosis's deadline, and never less than one call's worth: the reads are few
+    deadline = max(deadline, time.monotonic() + min(options.call_timeout, 5.0))
+    reading = read_controller_logs(
+        transport, targets, deadline=deadline, call_timeout=options.call_timeout, enabled=target.controller_logs
+    )
+    gaps = tuple(sorted((*snapshot.gaps, *reading.gaps), key=lambda g: (g.what, g.reason, g.detail)))
+    return replace(snapshot, controller_logs=reading.logs, gaps=gaps)
 
 
 @contextmanager

@@ -32,8 +32,12 @@ def headline(diagnosis: Diagnosis) -> str:
     age = human_seconds(diagnosis.terminating_for_seconds or 0)
     blocking = [f for f in diagnosis.findings if f.blocking]
     if not blocking:
-        return f"{where}: Terminating for {age}; not stuck yet, content is still being deleted"
-    return f"{where}: Terminating for {age}; stuck: {blocking[0].cause.value}: {blocking[0].summary}"
+        moving = next((f.progress for f in diagnosis.findings if f.progress is not None), None)
+        still = f" ({moving.text})" if moving is not None else ""
+        return f"{where}: Terminating for {age}; not stuck yet, content is still being deleted{still}"
+    first = blocking[0]
+    still = f" ({first.progress.text})" if first.progress is not None else ""
+    return f"{where}: Terminating for {age}; stuck: {first.cause.value}{still}: {first.summary}"
 
 
 def foresight(prediction: Prediction) -> str:
@@ -68,6 +72,8 @@ def _finding_lines(number: int, finding: Finding, colour: bool = False, *, predi
     lines = [f"[{number}] {_paint(finding.cause.value, _BOLD, colour)} ({flag}): {finding.summary}"]
     if predicted and finding.controller is not None:
         lines.append(f"  its controller: {finding.controller.state.value}")
+    if finding.progress is not None:
+        lines.append(f"  progress: {finding.progress.text}")
     if finding.evidence:
         lines.append("  evidence:")
         lines.extend(f"  - {e}" for e in finding.evidence)

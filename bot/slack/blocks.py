@@ -94,9 +94,14 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: b
                 f":red_circle: {place} is *stuck*, Terminating for *{age}*\n"
                 f"*Cause:* {code(cause)}: {escape(blocking[0].summary)}"
             )
+            if blocking[0].progress is not None:
+                line += f"\n*Progress:* {escape(blocking[0].progress.text)}"
             text = f"{plain}: stuck ({cause}), Terminating for {age}"
         else:
             line = f":large_yellow_circle: {place} is Terminating for *{age}*: still deleting content, not stuck yet"
+            moving = next((f.progress for f in diagnosis.findings if f.progress is not None), None)
+            if moving is not None:
+                line += f"\n*Progress:* {escape(moving.text)}"
             text = f"{plain}: Terminating for {age}, not stuck yet"
     notes = []
     if requested_by:
@@ -190,6 +195,8 @@ def _finding_blocks(
         # how it was found, where the cluster (not the catalogue or the finalizer's name) said it
         how = f"; {found.said}" if found is not None and found not in (FoundBy.CATALOGUE, FoundBy.NAME) else ""
         blocks.append(_context(f"Controller: *{state}* ({CONTROLLER_STATES[state]}{how})"))
+    if finding.progress is not None:
+        blocks.append(_context(f"Progress: *{escape(finding.progress.text)}*"))
     if finding.evidence:
         blocks.extend(_sections("Evidence", [f"• {escape(e)}" for e in finding.evidence]))
     if finding.objects:

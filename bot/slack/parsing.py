@@ -101,7 +101,7 @@ def parse(text: str, clusters: Sequence[str], visible: Sequence[str] | None = No
             problem = _check_namespace(namespace)
         return Invalid(problem) if problem else History(ClusterName(cluster) if cluster else None, namespace)
     if len(words) == 1:
-        if words[0] in clusters:
+        if words[0] in (clusters if visible is None else visible):
             return Invalid(f"Which namespace on {code(words[0])}? Usage: `/nsstuck {words[0]} <namespace>`.")
         typo = _closest(first, list(SUBCOMMANDS))
         if typo:
@@ -115,7 +115,9 @@ def parse(text: str, clusters: Sequence[str], visible: Sequence[str] | None = No
 
 
 def _check_cluster(name: str, clusters: Sequence[str], visible: Sequence[str] | None) -> str | None:
-    if name in clusters:
+    """None if `name` may be used here. A cluster kept to other channels gets the very message a name
+    nobody registered gets, so that the answer does not confirm that it exists (issue 36)."""
+    if name in (clusters if visible is None else visible):
         return None
     if visible is None:
         listing = ", ".join(f"`{c}`" for c in clusters) if clusters else "none are registered"

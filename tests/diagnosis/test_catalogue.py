@@ -349,7 +349,8 @@ def test_a_retired_gatekeeper_finalizer_is_not_waited_for_though_gatekeeper_runs
 def test_a_newly_catalogued_finalizer_is_attributed_to_its_controller_by_name() -> None:
     # before: "finalizer.keda.sh" named no domain to the heuristics ("an unknown controller")
     keda = _workload("Deployment", "keda-operator", "keda", "ghcr.io/kedacore/keda:2.16.0")
-    diagnosis = diagnose(_snapshot("finalizer.keda.sh", (keda,)))
+    # (within the bound of time without progress: past it, a live controller is no longer "at work")
+    diagnosis = diagnose(_snapshot("finalizer.keda.sh", (keda,)), no_progress_after=timedelta(hours=4))
     finding = diagnosis.findings[0]
     assert finding.cause is Cause.CONTENT_DELETING
     assert "finalizer.keda.sh is a well-known finalizer, removed by the KEDA operator" in finding.evidence

@@ -17,6 +17,8 @@ from tests.fakes.kubeapi import Emulator
 # what differs from one run to the next: the wall clock's "now" and the durations counted up to it
 # ("deleting for 7d 8h" may turn into 7d 9h between the two runs)
 RUN_SPECIFIC = ("observed_at", "terminating_for_seconds")
+# and in a finding's progress: how long its objects have stood still, up to now
+NESTED_RUN_SPECIFIC = ("still_seconds",)
 _DURATION = re.compile(r"\b\d+[wdhms](?: \d+[wdhms])*\b")
 
 
@@ -38,7 +40,7 @@ def _diagnose(kubeconfig: Path, lazy: str, *output: str) -> tuple[str, int]:
 
 def _comparable(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _comparable(v) for k, v in value.items() if k not in RUN_SPECIFIC}
+        return {k: _comparable(v) for k, v in value.items() if k not in RUN_SPECIFIC + NESTED_RUN_SPECIFIC}
     if isinstance(value, list):
         return [_comparable(v) for v in value]
     if isinstance(value, str):

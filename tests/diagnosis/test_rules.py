@@ -75,7 +75,10 @@ def test_a_denying_webhook_is_named_from_the_controllers_condition() -> None:
     diagnosis = diagnose(snapshot)
     assert diagnosis.cause is Cause.WEBHOOK_BLOCKS_DELETE
     finding = diagnosis.findings[0]
-    assert finding.summary == "webhook deny.example.com denies the deletes of the namespace controller"
+    assert finding.summary == (
+        "webhook deny.example.com (ValidatingWebhookConfiguration policy) denies the namespace controller's deletes: "
+        'its backend answers and refuses (admission webhook "deny.example.com" denied the request)'
+    )
     assert [r.action for r in finding.remedies][:2] == [Action.INVESTIGATE, Action.DELETE_WEBHOOK_CONFIGURATION]
     assert any("cannot check it" in e for e in finding.evidence)
 

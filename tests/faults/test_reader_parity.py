@@ -630,3 +630,27 @@ def test_a_gzip_labelled_answer_is_refused_the_same(emu: Emulator, kubeconfig: P
         f"the answer to GET {NS_PATH} came encoded (Content-Encoding: gzip) although identity was asked for;"
         " not decoded"
     )
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("method", ["GET", "PATCH"])
+def test_headers_that_never_end_end_the_call_at_its_deadline(emu: Emulator, kubeconfig: Path, method: str) -> None:
+    """Issue 36: a server that sends its status line and then trickles a header, each byte within the
+    read timeout. The client's timeouts are per receive, so only the call's own watchdog ends it: at its
+    deadline, on both paths (a write goes through the client only), said as a timeout."""
+    emu.knobs.trickle(rf"^{method} {NS_PATH}$", interval=0.05, headers=True)
+    fast, slow = _pair(kubeconfig)
+    body = {"metadata": {"labels": {"touched": "yes"}}} if method == "PATCH" else None
+    kind = "application/merge-patch+json" if method == "PATCH" else JSON
+    try:
+        for transport in (slow, fast) if method == "GET" else (slow,):
+            started = time.monotonic()
+            with pytest.raises(CallError) as raised:
+                transport._once(method, NS_PATH, query=None, body=body, content_type=kind, timeout=1.0)
+            took = time.monotonic() - started
+            assert raised.value.kind is CallKind.TIMEOUT, raised.value.message
+            assert "timed out after 1s" in raised.value.message
+            assert took < 1.5, f"{method} through the {'client' if transport is slow else 'Reader'} took {took:.2f} s"
+    finally:
+        fast.connection.close()
+        slow.connection.close()

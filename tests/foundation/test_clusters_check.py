@@ -284,3 +284,14 @@ def test_without_a_registered_cluster_the_kubeconfig_cluster_is_checked(
     path = config(tmp_path, kubeconfig)
     named = run_nsstuck("clusters", "check", "--config", str(path), "--kubeconfig", str(other), "-o", "json")
     assert [c["cluster"] for c in json.loads(named.stdout)["clusters"]] == ["arn:aws:eks:x/y"]
+
+
+def test_a_read_role_without_pods_log_misses_the_controller_logs(
+    rbac_cluster: tuple[Emulator, Path], tmp_path: Path
+) -> None:
+    """Issue 37 §2: the read role reads controllers' logs (`get pods/log`); a role without it is named."""
+    emu, kubeconfig = rbac_cluster
+    grant(emu, "nsstuck-read", narrow_read_rules(emu, without=("", "pods/log")))
+    done = run_nsstuck("clusters", "check", "--config", str(config(tmp_path, kubeconfig)), "-o", "json")
+    assert done.returncode == 1, done.stdout
+    assert [m["permission"] for m in json.loads(done.stdout)["clusters"][0]["missing"]] == ["get pods/log"]

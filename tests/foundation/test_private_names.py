@@ -4,8 +4,9 @@ bot/ reads, overrides, patches or subclasses a few things the libraries do not p
 slack_sdk's builtin Socket Mode client, Bolt's internals modules and listener runner, waitress's
 channel and socket map, the kubernetes client's temporary-file helper, exec provider and `call_api`
 keywords (and the source of its `__init__`, bot/kube/_lazy.py), APScheduler's thread and executor
-pool, prometheus_client's metric names. Those libraries are pinned to the minor release tested
-(`~=X.Y.0` in pyproject.toml, X.Y of requirements/constraints.txt); moving the pin means these
+pool, prometheus_client's metric names, urllib3's pool and connection classes. Those libraries are
+pinned to the minor release tested (`~=X.Y.0` in pyproject.toml, X.Y of requirements/constraints.txt);
+moving the pin means these
 tests pass on the new release. Each test is marked with where bot/ uses the name (`used_in`), and
 `test_every_use_named_is_still_in_bot` keeps those marks true. The interpreter's own private names
 (concurrent.futures, argparse) are checked at the end: Python is not pinned, a new one may drop them.
@@ -50,7 +51,7 @@ def _parameters(function: Any) -> list[str]:
 
 
 # the distributions whose private names bot/ uses: pinned to the minor release that was tested
-PINNED = ("slack-bolt", "slack-sdk", "kubernetes", "waitress", "apscheduler", "prometheus-client")
+PINNED = ("slack-bolt", "slack-sdk", "kubernetes", "waitress", "apscheduler", "prometheus-client", "urllib3")
 
 
 def _normalized(name: str) -> str:
@@ -394,6 +395,30 @@ def test_kubernetes_rest_client_pool_manager() -> None:
     finally:
         api.close()
         api.rest_client.pool_manager.clear()
+
+
+@used_in(
+    "bot/kube/watchdog.py",
+    "pool_manager.pool_classes_by_scheme = {",
+    "ConnectionCls = WatchedHTTPSConnection",
+    "return super().request(*args, **kwargs)",
+)
+def test_urllib3_pools_take_their_connection_class_from_the_pool_manager() -> None:
+    """bot/kube/watchdog.py: the pool manager makes its pools from `pool_classes_by_scheme`, a pool makes
+    its connections from `ConnectionCls`, and a request is sent through the connection's `request`."""
+    import urllib3
+    from urllib3.connection import HTTPConnection
+
+    from bot.kube.watchdog import WatchedHTTPSConnection, watched
+
+    manager = urllib3.PoolManager()
+    assert set(manager.pool_classes_by_scheme) == {"http", "https"}
+    watched(manager)
+    pool = manager.connection_from_url("https://127.0.0.1:1/")
+    assert pool.ConnectionCls is WatchedHTTPSConnection
+    assert isinstance(pool._new_conn(), WatchedHTTPSConnection)
+    assert {"method", "url", "body", "headers"} <= set(_parameters(HTTPConnection.request))
+    manager.clear()
 
 
 @used_in("bot/kube/_lazy.py", '_LITERALS = ("__project__", "__version__")', "_literal(self, name)")

@@ -192,10 +192,8 @@ def test_history_without_a_cluster_shows_only_the_clusters_of_the_channel(scoped
     seen = scoped.command("history", user=ERIN, channel=PRIVATE_CHANNEL)
     _shows(seen, "fff", "eee")
     _hides(seen, "ddd")
-    # a named cluster of another channel is still refused outright
-    assert "cannot be looked at from this channel" in scoped.command(
-        "history prod-eu", user=ALICE, channel=SECOND_CHANNEL
-    )
+    # a named cluster of another channel is refused as a name nobody registered (issue 36)
+    assert "Unknown cluster `prod-eu`" in scoped.command("history prod-eu", user=ALICE, channel=SECOND_CHANNEL)
 
 
 def test_the_home_tab_shows_a_person_only_the_clusters_of_their_channels(scoped: Scoped) -> None:

@@ -72,6 +72,8 @@ class ValueCanaries:
     template_annotation: str = field(default_factory=lambda: _value("templateannotation"))
     backend_flag: str = field(default_factory=lambda: _value("backendflag"))
     other_flag: str = field(default_factory=lambda: _value("otherflag"))
+    # issue 37: a bearer token in a controller's log line that names a blocking object (quoted, redacted)
+    controller_log: str = field(default_factory=lambda: _value("controllerlog"))
 
     def values(self) -> dict[str, str]:
         return dict(vars(self))

@@ -10,6 +10,7 @@ the reconciler settles only a lapsed hold, after reading the cluster.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.timing
 DEADLINE = 9.0  # NSSTUCK_EXECUTION_TIMEOUT_SECONDS: as in the report of the defect (the grace is 5 s)
 CONFIGMAPS = "/api/v1/namespaces/finalizer-demo/configmaps"
 FINAL = ("applied", "failed", "stale")
+QUIET = 3.0  # how long no call for the target may come once they have all landed (_settled_and_quiet)
 
 
 def _held(kube: Emulator) -> dict[str, list[str]]:
@@ -46,11 +48,24 @@ def _slow_change(flow: Flow, kube: Emulator, ratio: float) -> tuple[int, str, di
     return request_id, target, before
 
 
-def _settled_and_quiet(flow: Flow, request_id: int, ratio: float) -> dict[str, object]:
+def _settled_and_quiet(flow: Flow, kube: Emulator, request_id: int, target: str) -> dict[str, object]:
     """The request once it is settled, and once every call the executor may still have had under way
-    has landed: a change made after the record was written would show now."""
+    has landed: a change made after the record was written would show now. Landed: the emulator has
+    answered every request for the target (it answers after the latency, and acts then), and none came
+    for QUIET seconds after that, time for the executor to send its next call had it gone on."""
     row = flow.wait_status(request_id, *FINAL, timeout=60)
-    time.sleep(2 * ratio * DEADLINE + 1)
+    path = re.compile(f"^{CONFIGMAPS}/{target}$")
+    seen, quiet_from = -1, time.monotonic()
+    deadline = time.monotonic() + 3 * DEADLINE + QUIET
+    while time.monotonic() < deadline:
+        calls = kube.journal.entries(path=path)
+        if len(calls) != seen or not all(call.status for call in calls):
+            seen, quiet_from = len(calls), time.monotonic()  # one still under way, or a new one
+        elif time.monotonic() - quiet_from >= QUIET:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"calls for {target} still under way {3 * DEADLINE:g} s after the deadline: {calls}")
     again = flow.request_row(request_id)
     assert again["status"] == row["status"], "the request changed status after it was settled"
     return again
@@ -85,7 +100,7 @@ def test_a_slow_target_is_changed_in_time_or_left_alone(
     env = {"NSSTUCK_EXECUTION_TIMEOUT_SECONDS": str(DEADLINE)}
     with remediation_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env) as flow:
         request_id, target, before = _slow_change(flow, kube_emulator, ratio)
-        row = _settled_and_quiet(flow, request_id, ratio)
+        row = _settled_and_quiet(flow, kube_emulator, request_id, target)
         status = _agree(flow, kube_emulator, request_id, target, before)
         if ratio < 1:  # every call fits in the time the executor's renewed hold leaves it
             assert status == "applied", row["status_reason"]
@@ -106,7 +121,7 @@ def test_a_target_almost_as_slow_as_the_deadline_ends_one_way_everywhere(
     ratio = 0.95
     with remediation_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env, database=database_url) as flow:
         request_id, target, before = _slow_change(flow, kube_emulator, ratio)
-        _settled_and_quiet(flow, request_id, ratio)
+        _settled_and_quiet(flow, kube_emulator, request_id, target)
         _agree(flow, kube_emulator, request_id, target, before)
 
 

@@ -50,7 +50,7 @@ import traceback
 import urllib.error
 import urllib.request
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -69,7 +69,13 @@ from tests.approvals._flow import Flow
 from tests.conftest import REPO
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
-from tests.fakes.kubeapi.scenarios import apply_scenario, snapshot
+from tests.fakes.kubeapi.scenarios import (
+    CLEANUP_FAILING_OPERATOR,
+    apply_scenario,
+    cleanup_failing_log,
+    operator_pod,
+    snapshot,
+)
 from tests.fakes.kubeapi.tls import serving_cert
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import Delivery
@@ -86,6 +92,7 @@ DIGEST_CHANNEL = "C0SWEEPDG"
 SWEEP_CHANNELS = tuple(f"C0SWEEP{i:02d}" for i in range(8))
 IDENTITY = "nsstuck-sweep"  # who every canary credential authenticates as (names are not secrets)
 AUTH_KINDS = ("token", "tokenFile", "exec", "certificate", "basic")
+LOGGED = "cleanup-failing-live-operator"  # its operator's log gets a canary credential (issue 37)
 REMEDIATED = "seed002-configmap-finalizer"  # also requested, approved and applied through Slack
 FAST = {
     "NSSTUCK_REPOST_SECONDS": "1",
@@ -190,6 +197,38 @@ class Canaries:
 # What an operator or a user can see
 
 
+GRAM = 12  # occurring(): needles this long or longer are found through an index of their pieces
+_SEPARATOR = "\x00"
+
+
+def occurring(needles: list[str], texts: Iterable[str]) -> set[str]:
+    """The needles found in any of `texts`. The same as `{n for n in needles if any(n in t for t in
+    texts)}` (tests/reliability/test_leak_search.py holds it to that), without searching every text for
+    each of a few thousand needles, most of them windows of a key or a certificate: that took most of
+    the secrets sweep's time.
+
+    The texts are joined by a character no needle holds. A needle shorter than 2 * GRAM is looked for
+    whole (str's own search). A longer one holds every GRAM-character piece of it; an occurrence of it
+    in the text covers at least GRAM + 1 consecutive starting positions of such a piece, so one of them is
+    a multiple of GRAM + 1: only the pieces of the text starting there are looked up, in an index of every
+    piece of every long needle, and a needle whose piece is found is then checked where it would be."""
+    assert all(_SEPARATOR not in n for n in needles)
+    text = _SEPARATOR.join(texts)
+    present = {n for n in needles if len(n) < 2 * GRAM and n in text}
+    pieces: dict[str, set[str]] = {}
+    for needle in needles:
+        if len(needle) >= 2 * GRAM:
+            for at in range(len(needle) - GRAM + 1):
+                pieces.setdefault(needle[at : at + GRAM], set()).add(needle)
+    for at in range(0, len(text), GRAM + 1):
+        candidates = pieces.get(text[at : at + GRAM])
+        if candidates:
+            for needle in candidates - present:
+                if needle in text[max(0, at - len(needle)) : at + len(needle) + GRAM]:
+                    present.add(needle)
+    return present
+
+
 @dataclass
 class Surfaces:
     texts: dict[str, str] = field(default_factory=dict)
@@ -205,18 +244,21 @@ class Surfaces:
         self.texts[name] = value
 
     def leaks(self, canaries: list[Canary]) -> list[str]:
+        """Per canary, the first of its needles found in any surface (in the order of both), with where.
+        Which needles occur at all is found in one pass over every surface (`occurring`); only those are
+        looked for surface by surface, to say where."""
         found = []
+        present = occurring([needle for canary in canaries for needle in canary.needles], self.texts.values())
         for canary in canaries:
-            for needle in canary.needles:
-                for name, content in self.texts.items():
-                    at = content.find(needle)
-                    if at >= 0:
-                        excerpt = content[max(0, at - 80) : at + len(needle) + 40].replace("\n", "\\n")
-                        found.append(f"{canary.name} ({needle[:30]}…) in {name}: …{excerpt}…")
-                        break
-                else:
-                    continue
-                break
+            needle = next((n for n in canary.needles if n in present), None)
+            if needle is None:
+                continue
+            for name, content in self.texts.items():
+                at = content.find(needle)
+                if at >= 0:
+                    excerpt = content[max(0, at - 80) : at + len(needle) + 40].replace("\n", "\\n")
+                    found.append(f"{canary.name} ({needle[:30]}…) in {name}: …{excerpt}…")
+                    break
         return found
 
     def assert_clean(self, canaries: list[Canary]) -> None:
@@ -465,6 +507,16 @@ def _values_in(emu: Emulator, values: ValueCanaries) -> None:
     build_vault(emu, values, nodes=False)
 
 
+def _log_holds_a_credential(emu: Emulator, namespace: str, values: ValueCanaries) -> None:
+    """Issue 37: the live operator's log lines about the blocking Kiali carry a canary as a bearer token; the
+    diagnosis quotes those lines (redacted), so the canary must be in no report, post or row."""
+    ns = KubeHTTP(emu.url, emu.admin_token).get(f"/api/v1/namespaces/{namespace}")
+    deleted = datetime.fromisoformat(ns["metadata"]["deletionTimestamp"].replace("Z", "+00:00"))
+    operator_ns, _ = CLEANUP_FAILING_OPERATOR
+    lines = cleanup_failing_log(namespace, deleted, values.controller_log)
+    emu.pod_logs.set(operator_ns, operator_pod(emu, operator_ns), lines)
+
+
 @contextlib.contextmanager
 def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> Iterator[World]:
     root.mkdir(parents=True, exist_ok=True)
@@ -482,6 +534,8 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
             scenario = apply_scenario(emu, name)
             if name == REMEDIATED:
                 _values_in(emu, canaries.values)
+            if name == LOGGED:
+                _log_holds_a_credential(emu, scenario.expected.namespace, canaries.values)
             _admit(emu, canaries)
             kind = AUTH_KINDS[index % len(AUTH_KINDS)]
             cluster_name = "prod-eu" if name == REMEDIATED else name

@@ -54,3 +54,20 @@ def test_user_text_cannot_ping_or_link() -> None:
     assert isinstance(result, Invalid)
     assert "<!channel>" not in result.message
     assert "&lt;!channel&gt;" in result.message
+
+
+@pytest.mark.parametrize("words", ["{} ddd", "history {}", "history {} ddd", "{}"])
+def test_a_cluster_of_another_channel_is_answered_as_one_nobody_registered(words: str) -> None:
+    """Issue 36: naming a cluster kept to other channels gets, word for word, the answer a name that was
+    never registered gets, so the refusal does not confirm that the cluster exists."""
+    registered = ["prod-eu", "vault-prod", "staging"]
+    here = ["staging"]  # the channel's view: vault-prod is kept to another channel
+    hidden = parse(words.format("vault-prod"), registered, here)
+    made_up = parse(words.format("vault-pqrs"), registered, here)
+    assert isinstance(hidden, Invalid)
+    assert isinstance(made_up, Invalid)
+    assert hidden.message.replace("vault-prod", "NAME") == made_up.message.replace("vault-pqrs", "NAME")
+    assert "prod-eu" not in hidden.message
+    # from a channel that may use it, the same words are a command (or, alone, asked for their namespace)
+    allowed = parse(words.format("vault-prod"), registered, ["vault-prod", "staging"])
+    assert not isinstance(allowed, Invalid) or allowed.message.startswith("Which namespace on `vault-prod`?")

@@ -19,6 +19,7 @@ class LatencyRule:
 class TrickleRule:
     match: re.Pattern[str]
     interval: float
+    headers: bool = False  # the headers trickle too, after the status line
 
 
 @dataclass
@@ -131,12 +132,13 @@ class Knobs:
             self.fault_rules.append(rule)
         return rule
 
-    def trickle(self, match: str, interval: float = 0.5) -> TrickleRule:
+    def trickle(self, match: str, interval: float = 0.5, *, headers: bool = False) -> TrickleRule:
         """Answer matching requests ("METHOD /path" regex search) of non-admin identities with a 200 whose
         body never ends: the headers at once (64 MiB announced, under nsstuck's default largest answer),
         then one byte every ``interval`` seconds until the client goes or the emulator stops. A server that
-        trickles its answer: a client's timeout for each read never fires."""
-        rule = TrickleRule(re.compile(match), interval)
+        trickles its answer: a client's timeout for each read never fires. With `headers`, the status
+        line comes at once and then the headers never end: one more byte of a header every ``interval``."""
+        rule = TrickleRule(re.compile(match), interval, headers)
         with self._lock:
             self.trickle_rules.append(rule)
         return rule

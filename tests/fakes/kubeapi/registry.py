@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 ALL_VERBS: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -224,6 +224,32 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         False,
         cats=("api-extensions",),
         generation=True,
+    ),
+    # ValidatingAdmissionPolicies and their bindings: GA (admissionregistration.k8s.io/v1) in 1.30
+    replace(
+        _rt(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            False,
+            cats=("api-extensions",),
+            status=True,
+            generation=True,
+        ),
+        since_minor=30,
+    ),
+    replace(
+        _rt(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            False,
+            cats=("api-extensions",),
+            generation=True,
+        ),
+        since_minor=30,
     ),
     _rt(
         "admissionregistration.k8s.io",

@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -51,6 +52,7 @@ Cause = Literal[
     "discovery_failure",
     "deletion_error",
     "finalizer_deadlock",
+    "cleanup_failing",
     "content_deleting",
     "unknown",
 ]
@@ -1983,6 +1985,54 @@ def _helm_chart_deadlock(emu: Any) -> None:
     run_for(emu, 5, step=5)
 
 
+# the operator's pod in cleanup-failing-live-operator, whose log the scenario stores (a test may store another)
+CLEANUP_FAILING_OPERATOR = ("kiali-operator", "kiali-operator")
+
+
+def cleanup_failing_log(namespace: str, deleted: datetime, credential: str) -> list[tuple[datetime, str]]:
+    """The Kiali operator's log lines about `namespace`/kiali after its deletion: an API it calls refuses it,
+    again and again, and each line carries `credential` as a bearer token (redacted wherever nsstuck quotes it)."""
+    line = (
+        '{{"level":"error","msg":"Reconciler error","Kiali":{{"name":"kiali","namespace":"{ns}"}},'
+        '"error":"failed to remove the Kiali resources of {ns}/kiali: 401 Unauthorized '
+        '(Authorization: Bearer {credential})"}}'
+    )
+    return [
+        (deleted + timedelta(minutes=10 + 60 * i), line.format(ns=namespace, credential=credential)) for i in range(3)
+    ]
+
+
+def operator_pod(emu: Any, namespace: str) -> str:
+    pods = Api(emu).http.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    return str(pods[0]["metadata"]["name"])
+
+
+def _cleanup_failing(emu: Any) -> None:
+    """The Kiali operator runs (Ready) but cannot finish its cleanup of a Kiali CR: for 3 h its log has said
+    that an API it calls refuses it (401), and the CR has stood still."""
+    api = _start(emu)
+    _kiali_crd(api)
+    api.namespace("kiali-operator")
+    api.deployment(
+        "kiali-operator",
+        "kiali-operator",
+        node="node-1",
+        image="quay.io/kiali/kiali-operator:v2.17.0",
+        labels={"app.kubernetes.io/name": "kiali-operator"},
+    )
+    ns = "kiali-broken"
+    api.namespace(ns)
+    _kiali_cr(api, ns)
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 30)
+    deleted = emu.clock.now()
+    emu.clock.advance(3 * 3600)
+    emu.settle()
+    lines = cleanup_failing_log(ns, deleted, "eyJhbGciOiJub25lIn0.c2NlbmFyaW8tdG9rZW4.c2lnbmF0dXJlLXNjZW5hcmlv")
+    emu.pod_logs.set("kiali-operator", operator_pod(emu, "kiali-operator"), lines)
+
+
 _GADGET_REMAINING = "Some resources are remaining: gadgets.example.io has 1 resource instances"
 _GADGET_FINALIZERS = (
     "Some content in the namespace has finalizers remaining: gadgets.example.io/teardown in 1 resource instances"
@@ -2153,6 +2203,26 @@ def _controller_scenarios() -> list[Scenario]:
                     finalizers=f"Some content in the namespace has finalizers remaining: {HELM_REMOVE} in 1 "
                     "resource instances",
                 ),
+                controller="alive",
+            ),
+        ),
+        Scenario(
+            name="cleanup-failing-live-operator",
+            title="the Kiali operator is alive, but its cleanup has kept failing for 3 h (its log says why)",
+            description=(
+                "Kiali kiali keeps kiali.io/finalizer; the running Kiali operator's log names it in a repeated "
+                "401 Unauthorized from an API it calls, and nothing has changed on it since its deletion began. "
+                "Fixing what it fails on first (the command reads the log), removing the finalizer later."
+            ),
+            build=_cleanup_failing,
+            expected=Expected(
+                namespace="kiali-broken",
+                state="terminating",
+                causes=("cleanup_failing",),
+                blocking=(ObjectRef("Kiali", "kiali", "kiali-broken", "kiali.io/v1alpha1"),),
+                first_remedy="investigate",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(remaining=_KIALI_REMAINING, finalizers=_KIALI_FINALIZERS),
                 controller="alive",
             ),
         ),

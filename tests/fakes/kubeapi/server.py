@@ -203,9 +203,20 @@ class Handler(BaseHTTPRequestHandler):
     def _send_error(self, err: ApiError) -> None:
         self._send(err.code, err.body(), err.content_type, err.headers)
 
-    def _trickle(self, interval: float) -> None:
-        """A 200 with a body of 64 MiB announced, sent a byte at a time (knobs.trickle)."""
+    def _trickle(self, interval: float, *, headers: bool = False) -> None:
+        """A 200 with a body of 64 MiB announced, sent a byte at a time (knobs.trickle); or, with
+        `headers`, a status line and then a header that never ends."""
         self.close_connection = True
+        if headers:
+            if self._journaled is not None and not self._journaled.status:
+                self._journaled.status = 200
+            with contextlib.suppress(OSError):
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Trickle: ")
+                self.wfile.flush()
+                while not self.emu.stopping.wait(interval):
+                    self.wfile.write(b"a")
+                    self.wfile.flush()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(1 << 26))
@@ -385,7 +396,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             trickle = self.emu.knobs.trickle_for(line)
             if trickle is not None:
-                self._trickle(trickle.interval)
+                self._trickle(trickle.interval, headers=trickle.headers)
                 return
         path = req.path.rstrip("/") or "/"
         segs = [unquote(x) for x in path.split("/") if x]
