@@ -51,6 +51,8 @@ from bot.logs import carrying
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+# (finalizer, API group of the object, the cluster's workloads) -> search the cluster for its controller?
+OwnerSearch = Callable[[str, str, Sequence[KubeObject]], bool]
 
 
 def utcnow() -> datetime:
@@ -76,6 +78,11 @@ class CollectOptions:
     # seconds a live controller's objects may stand still after their deletion began before it is no
     # longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES; issue 37 §1): the diagnosis's bound, and whose logs to read
     no_progress_after: float = 1800.0
+    # whether a finalizer (of an object being deleted, or in an Active namespace carrying one), given the API
+    # group of that object and the cluster's workloads, needs its controller searched for in the cluster: then
+    # RBAC and OLM's ClusterServiceVersions are read as well (`bot.diagnosis.owners.needs_search`); None:
+    # never (the kube layer does not know the finalizer catalogue)
+    owner_search: OwnerSearch | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,14 @@ class _Namespace:
         self.claims: dict[str, set[str]] = {}
         self.services: set[tuple[str, str]] = set()
         self.csi_nodes: set[str] = set()
+        # the search for finalizers' controllers (`CollectOptions.owner_search`): the finalizers of watched
+        # objects not weighed yet (with their object's group), those weighed, whether it was started here,
+        # and the namespace's Roles and RoleBindings it read
+        self.owner_pending: list[tuple[str, str]] = []
+        self.owner_weighed: set[str] = set()
+        self.owner_search = False
+        self.roles: list[KubeObject] = []
+        self.role_bindings: list[KubeObject] = []
         # not being deleted: collected for a prediction of what its deletion will meet
         self.active = base.namespace_object is not None and deletion_time(base.namespace_object) is None
 
@@ -424,9 +439,8 @@ def trim_workload(obj: KubeObject, kind: str) -> KubeObject:
     """
     spec = obj.get("spec") or {}
     template = spec.get("template") or {}
-    containers = [
-        {k: c[k] for k in _CONTAINER_KEYS if k in c} for c in (template.get("spec") or {}).get("containers") or ()
-    ]
+    pod_spec = template.get("spec") or {}
+    containers = [{k: c[k] for k in _CONTAINER_KEYS if k in c} for c in pod_spec.get("containers") or ()]
     m = meta(obj)
     labels = m.get("labels")
     template_labels = (template.get("metadata") or {}).get("labels") or {}
@@ -436,14 +450,20 @@ def trim_workload(obj: KubeObject, kind: str) -> KubeObject:
     if isinstance(selector, dict) and "matchLabels" in selector and selector["matchLabels"] == template_labels:
         selector = {**selector, "matchLabels": template_labels}
     status = obj.get("status") or {}
+    template_spec: dict[str, Any] = {"containers": containers}
+    # who it runs as: RBAC's grants to that service account find a finalizer's controller (bot.diagnosis.owners)
+    account = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
+    if account:
+        template_spec["serviceAccountName"] = account
     return {
         "apiVersion": "apps/v1",
         "kind": kind,
-        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "labels") if k in m},
+        # annotations: the ones `trim` kept (Helm's release)
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "labels", "annotations") if k in m},
         "spec": {
             "replicas": spec.get("replicas", 1),
             "selector": selector,
-            "template": {"metadata": {"labels": template_labels}, "spec": {"containers": containers}},
+            "template": {"metadata": {"labels": template_labels}, "spec": template_spec},
         },
         "status": _workload_status(status),
     }
@@ -519,6 +539,98 @@ def trim_csi_node(obj: KubeObject) -> KubeObject:
         "metadata": {"name": meta(obj).get("name")},
         "spec": {"drivers": drivers},
     }
+
+
+# the verbs with which a controller removes a finalizer (`*` included); RBAC reads keep only such grants
+_UPDATE_VERBS = frozenset({"update", "patch", "*"})
+_AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+
+
+def trim_role(obj: KubeObject) -> KubeObject | None:
+    """A ClusterRole or Role reduced to its rules that let update or patch resources named explicitly in
+    groups named explicitly (no `*` in either, no resourceNames); None when it has none, or when it is
+    aggregated (`aggregationRule`: its rules are its sources') or one of the user-facing pieces aggregated
+    into admin, edit and view."""
+    m = meta(obj)
+    if obj.get("aggregationRule") or any(str(k).startswith(_AGGREGATE_TO) for k in m.get("labels") or {}):
+        return None
+    rules = []
+    for rule in obj.get("rules") or ():
+        if not isinstance(rule, dict) or rule.get("resourceNames"):
+            continue
+        groups = [str(g) for g in rule.get("apiGroups") or ()]
+        verbs = [str(v) for v in rule.get("verbs") or () if v in _UPDATE_VERBS]
+        resources = [str(r) for r in rule.get("resources") or () if "*" not in str(r)]
+        if verbs and groups and "*" not in groups and resources:
+            rules.append({"apiGroups": groups, "resources": resources, "verbs": verbs})
+    if not rules:
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": obj.get("kind"),
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid") if k in m},
+        "rules": rules,
+    }
+
+
+def trim_binding(obj: KubeObject) -> KubeObject | None:
+    """A ClusterRoleBinding or RoleBinding reduced to its role and its ServiceAccount subjects; None without any."""
+    m = meta(obj)
+    subjects = [
+        {"kind": "ServiceAccount", "name": s.get("name"), "namespace": s.get("namespace") or m.get("namespace")}
+        for s in obj.get("subjects") or ()
+        if isinstance(s, dict) and s.get("kind") == "ServiceAccount"
+    ]
+    ref = obj.get("roleRef") or {}
+    if not subjects or not isinstance(ref, dict):
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": obj.get("kind"),
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid") if k in m},
+        "roleRef": {"kind": ref.get("kind"), "name": ref.get("name")},
+        "subjects": subjects,
+    }
+
+
+def trim_csv(obj: KubeObject) -> KubeObject | None:
+    """An OLM ClusterServiceVersion reduced to the CRDs it owns and the deployments it installs; None when it
+    owns none."""
+    spec = obj.get("spec") or {}
+    owned = [
+        {k: o[k] for k in ("name", "version", "kind") if k in o}
+        for o in (spec.get("customresourcedefinitions") or {}).get("owned") or ()
+        if isinstance(o, dict) and o.get("name")
+    ]
+    if not owned:
+        return None
+    install = spec.get("install") or {}
+    deployments = [
+        {"name": d.get("name")}
+        for d in (install.get("spec") or {}).get("deployments") or ()
+        if isinstance(d, dict) and d.get("name")
+    ]
+    m = meta(obj)
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": "ClusterServiceVersion",
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid") if k in m},
+        "spec": {
+            "customresourcedefinitions": {"owned": owned},
+            "install": {"strategy": install.get("strategy"), "spec": {"deployments": deployments}},
+        },
+        "status": {"phase": (obj.get("status") or {}).get("phase")},
+    }
+
+
+def _grants_on(role: KubeObject, types: set[tuple[str, str]]) -> bool:
+    """Whether a trimmed role names one of these (group, resource) types, or its finalizers."""
+    for rule in role.get("rules") or ():
+        for group in rule.get("apiGroups") or ():
+            for resource in rule.get("resources") or ():
+                if (group, str(resource).removesuffix("/finalizers")) in types:
+                    return True
+    return False
 
 
 def _refusal(cluster: ClusterName, host: str, error: CallError) -> ClusterUnreachableError:
@@ -878,6 +990,13 @@ class _Run:
         # the namespaces each of those reads is for (a read late at the deadline is a gap in them alone)
         self.volume_scope: list[_Namespace] = []
         self.csi_scope: dict[str, list[_Namespace]] = {}
+        # the search for finalizers' controllers: the workload lists not answered yet (a finalizer is weighed
+        # against the workloads), the namespaces that started it, what its cluster-wide reads gave
+        self.workload_lists_left = len(_WORKLOADS)
+        self.owner_namespaces: list[_Namespace] = []
+        self.cluster_roles: list[KubeObject] = []
+        self.cluster_role_bindings: list[KubeObject] = []
+        self.csvs: list[KubeObject] = []
 
     def add_namespaces(self, bases: Sequence[NamespaceSnapshot]) -> None:
         """The namespaces collected (before `collect`, and before any answer is handed over by the loop)."""
@@ -944,7 +1063,7 @@ class _Run:
         for path, kind in _WORKLOADS:
             what = f"list {kind.lower()}s (cluster-wide workloads)"
             call = partial(self.c._list, loop, path, kind=f"{kind}List")
-            loop.add(what, call, self._on_workloads(kind), self.gap(what))
+            loop.add(what, call, self._on_workloads(kind), self._workloads_failed(what))
         loop.add("get /version", lambda: self.c._get(loop, "/version"), self._on_version, self.gap("get /version"))
         loop.add(
             "list leases (cluster-wide)",
@@ -1003,6 +1122,7 @@ class _Run:
                 csi_nodes={n: self.csi_nodes[n] for n in sorted(self.csi_nodes) if n in ns.csi_nodes},
                 **self._services_of(ns),
                 gaps=tuple(sorted(ns.gaps, key=lambda g: (g.what, g.reason, g.detail))),
+                **self._owners_of(ns),
                 **shared,
             )
             for ns in self.namespaces
@@ -1195,6 +1315,7 @@ class _Run:
     def _on_contents(self, ns: _Namespace, rtype: ResourceType, items: list[KubeObject]) -> None:
         if items:
             ns.contents[rtype.key] = tuple(items)
+            self._note_finalizers(ns, rtype, items)
         if rtype.key not in FULL_CONTENTS and not is_value_resource(rtype.group, rtype.resource):
             for index, item in enumerate(items):
                 if ns.watched(item) and ns.full_reads < FULL_READS:
@@ -1460,6 +1581,7 @@ class _Run:
     def _on_workloads(self, kind: str) -> Callable[[list[KubeObject]], None]:
         def handle(items: list[KubeObject]) -> None:
             self.workloads.setdefault(kind, []).extend(trim_workload(i, kind) for i in items)
+            self._workload_list_done()
 
         return handle
 
@@ -1501,6 +1623,125 @@ class _Run:
             "backend_pods": tuple(
                 self.backend_pods[k] for k in sorted(self.backend_pods) if self.pod_services.get(k, set()) & keys
             ),
+        }
+
+    def _workloads_failed(self, what: str) -> Callable[[CallError], None]:
+        record = self.gap(what)
+
+        def failed(error: CallError) -> None:
+            record(error)
+            self._workload_list_done()
+
+        return failed
+
+    def _workload_list_done(self) -> None:
+        self.workload_lists_left -= 1
+        if not self.workload_lists_left:
+            for ns in self.namespaces:
+                self._weigh_owners(ns)
+
+    # -- finding finalizers' controllers in the cluster (bot.diagnosis.owners) ---------------------
+
+    def _note_finalizers(self, ns: _Namespace, rtype: ResourceType, items: list[KubeObject]) -> None:
+        """The finalizers of watched objects, to weigh whether their controllers are searched for."""
+        if self.c.options.owner_search is None or ns.owner_search:
+            return
+        for item in items:
+            if not ns.watched(item):
+                continue
+            for finalizer in finalizers_of(item):
+                if finalizer not in ns.owner_weighed:
+                    ns.owner_weighed.add(finalizer)
+                    ns.owner_pending.append((finalizer, rtype.group))
+        self._weigh_owners(ns)
+
+    def _weigh_owners(self, ns: _Namespace) -> None:
+        """Once the workloads are known, start the search if a pending finalizer asks for it."""
+        search = self.c.options.owner_search
+        if search is None or ns.owner_search or self.workload_lists_left or not ns.owner_pending:
+            return
+        workloads = tuple(o for _, kind in _WORKLOADS for o in self.workloads.get(kind, ()))
+        pending, ns.owner_pending = ns.owner_pending, []
+        if any(search(finalizer, group, workloads) for finalizer, group in pending):
+            self._search_owners(ns)
+
+    def _search_owners(self, ns: _Namespace) -> None:
+        """RBAC (ClusterRoles and their bindings once, the namespace's Roles and RoleBindings) and OLM's
+        ClusterServiceVersions, for a namespace with a finalizer whose controller nothing else finds. A failed
+        read is a gap of the namespaces that searched (an older server without OLM: nothing to see)."""
+        ns.owner_search = True
+        ns.owner_pending = []
+        loop = self.loop
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        first = not self.owner_namespaces
+        self.owner_namespaces.append(ns)
+        scope = self.owner_namespaces  # the late calls are gaps of every namespace that searched
+
+        def gap(what: str, *, optional: bool = False) -> Callable[[CallError], None]:
+            def record(error: CallError) -> None:
+                if optional and error.status == 404:
+                    return
+                for searching in scope:
+                    searching.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+            return record
+
+        def kept(into: list[KubeObject], trimmer: Callable[[KubeObject], KubeObject | None]) -> Callable[..., None]:
+            return lambda items: into.extend(t for i in items if (t := trimmer(i)) is not None)
+
+        if first:
+            for resource, kind, into, trimmer in (
+                ("clusterroles", "ClusterRoleList", self.cluster_roles, trim_role),
+                ("clusterrolebindings", "ClusterRoleBindingList", self.cluster_role_bindings, trim_binding),
+            ):
+                what = f"list {resource} (controller discovery)"
+                call = partial(self.c._list, loop, f"{rbac}/{resource}", kind=kind)
+                loop.add(what, call, kept(into, trimmer), gap(what), scope)
+            what = "list clusterserviceversions (controller discovery)"
+            call = partial(
+                self.c._list,
+                loop,
+                "/apis/operators.coreos.com/v1alpha1/clusterserviceversions",
+                {"labelSelector": "!olm.copiedFrom"},  # not the copies OLM makes in every namespace
+                kind="ClusterServiceVersionList",
+            )
+            loop.add(what, call, kept(self.csvs, trim_csv), gap(what, optional=True), scope)
+        for resource, kind, into, trimmer in (
+            ("roles", "RoleList", ns.roles, trim_role),
+            ("rolebindings", "RoleBindingList", ns.role_bindings, trim_binding),
+        ):
+            what = f"list {resource} in {ns.name} (controller discovery)"
+            call = partial(self.c._list, loop, f"{rbac}/namespaces/{quote(ns.name)}/{resource}", kind=kind)
+            loop.add(what, call, kept(into, trimmer), gap(what), (ns,))
+
+    def _owners_of(self, ns: _Namespace) -> dict[str, Any]:
+        """What the search read, for a namespace that searched: the roles that grant on the types of its watched
+        objects, their bindings, and the ClusterServiceVersions that own those types' CRDs."""
+        if not ns.owner_search:
+            return {}
+        keys = {t.key: t for t in self.resource_types}
+        types = {
+            (rtype.group, rtype.resource)
+            for key, items in ns.contents.items()
+            if (rtype := keys.get(key)) is not None and any(ns.watched(o) for o in items)
+        }
+        roles = [r for r in (*self.cluster_roles, *ns.roles) if _grants_on(r, types)]
+        granted = {(str(r.get("kind")), str(meta(r).get("namespace") or ""), str(meta(r).get("name"))) for r in roles}
+        bindings = []
+        for binding in (*self.cluster_role_bindings, *ns.role_bindings):
+            ref = binding.get("roleRef") or {}
+            where = str(meta(binding).get("namespace") or "") if ref.get("kind") == "Role" else ""
+            if (str(ref.get("kind")), where, str(ref.get("name"))) in granted:
+                bindings.append(binding)
+        crds = {f"{resource}.{group}" for group, resource in types}
+        csvs = [
+            c for c in self.csvs if any(o.get("name") in crds for o in c["spec"]["customresourcedefinitions"]["owned"])
+        ]
+        return {
+            "roles": tuple(sorted(roles, key=lambda r: (str(r.get("kind")), *_namespaced_name(r)))),
+            "role_bindings": tuple(sorted(bindings, key=lambda b: (str(b.get("kind")), *_namespaced_name(b)))),
+            "cluster_service_versions": tuple(sorted(csvs, key=_namespaced_name)),
+            "owner_reads": ("olm", "rbac"),
         }
 
     def _follow_service(self, namespace: str, name: str, *, for_namespaces: Sequence[_Namespace] | None = None) -> None:

@@ -177,6 +177,8 @@ class Expected:
     blocked: tuple[tuple[RemedyAction, str], ...] = ()
     # issue 22: the state of the controller of the first finding about a finalizer (None: not checked)
     controller: Literal["alive", "dead", "unknown"] | None = None
+    # issue 37 §3: how that controller was found (`controller.found_by`; None: not checked)
+    found_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -2431,6 +2433,320 @@ def _controller_scenarios() -> list[Scenario]:
     ]
 
 
+# Issue 37 §3: a finalizer in no catalogue, whose controller the finalizer's name does not find (no workload
+# carries a word of its domain), found from the cluster: RBAC, the CRD's Helm release, OLM.
+_GIZMO_REMAINING = "Some resources are remaining: gizmos.acme.dev has 1 resource instances"
+_GIZMO_FINALIZERS = "Some content in the namespace has finalizers remaining: acme.dev/teardown in 1 resource instances"
+_GIZMO = ObjectRef("Gizmo", "press-7", "assembly-line", "acme.dev/v1")
+_RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def _grant(api: Api, name: str, rules: list[JSON], *, sa_ns: str, sa: str) -> None:
+    """A ClusterRole with these rules, bound to a service account (as an operator's manifests install it)."""
+    api.create(
+        f"{_RBAC}/clusterroles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+    )
+    api.create(
+        f"{_RBAC}/clusterrolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": sa_ns}],
+        },
+    )
+
+
+def _argocd_everywhere(api: Api) -> None:
+    """Argo CD's application controller, Ready, allowed everything (`*` groups, resources and verbs): a grant
+    that names no resource, which finding a controller through RBAC must ignore."""
+    api.namespace("argocd")
+    api.service_account("argocd", "argocd-application-controller")
+    _grant(
+        api,
+        "argocd-application-controller",
+        [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}],
+        sa_ns="argocd",
+        sa="argocd-application-controller",
+    )
+    api.deployment(
+        "argocd",
+        "argocd-application-controller",
+        node="node-1",
+        image="quay.io/argoproj/argocd:v2.13.1",
+        service_account="argocd-application-controller",
+    )
+
+
+def _gizmo_line(emu: Any, *, reconciler: bool) -> None:
+    """A Gizmo keeps acme.dev/teardown, a finalizer of no catalogue. Its controller, `reconciler` in
+    platform-ops (no word of acme.dev in its name, labels or image), runs as a service account a ClusterRole
+    lets update gizmos and gizmos/finalizers; Argo CD's wildcard grant is there too. Without `reconciler`,
+    only that wildcard grant is left."""
+    api = _start(emu)
+    _crd_with_status(api, "acme.dev", "gizmos", "Gizmo")
+    _argocd_everywhere(api)
+    if reconciler:
+        api.namespace("platform-ops")
+        api.service_account("platform-ops", "reconciler")
+        _grant(
+            api,
+            "gizmo-editor",
+            [
+                {
+                    "apiGroups": ["acme.dev"],
+                    "resources": ["gizmos", "gizmos/status", "gizmos/finalizers"],
+                    "verbs": ["get", "list", "watch", "update", "patch"],
+                },
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+            ],
+            sa_ns="platform-ops",
+            sa="reconciler",
+        )
+        api.deployment(
+            "platform-ops",
+            "reconciler",
+            node="node-1",
+            image="ghcr.io/platform-team/reconciler:1.4.2",
+            service_account="reconciler",
+        )
+    ns = "assembly-line"
+    api.namespace(ns)
+    api.custom(
+        "acme.dev",
+        "v1",
+        "gizmos",
+        ns,
+        {
+            "apiVersion": "acme.dev/v1",
+            "kind": "Gizmo",
+            "metadata": {"name": "press-7", "finalizers": ["acme.dev/teardown"]},
+            "spec": {"tonnage": 40},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+_SHIPMENT_REMAINING = "Some resources are remaining: shipments.fulfilment.example.net has 1 resource instances"
+_SHIPMENT_FINALIZERS = (
+    "Some content in the namespace has finalizers remaining: fulfilment.example.net/shipment-cleanup in 1 "
+    "resource instances"
+)
+_SHIPMENT = ObjectRef("Shipment", "order-1042", "checkout", "fulfilment.example.net/v1")
+
+
+def _shipment_release(emu: Any) -> None:
+    """Helm release `storefront` (in storefront-system) installed the Shipment CRD (its meta.helm.sh
+    annotations) and its controller, the Deployment order-manager (no word of the finalizer's domain in its
+    name or image), which carries the release's app.kubernetes.io/instance label and is scaled to zero."""
+    api = _start(emu)
+    release = {"meta.helm.sh/release-name": "storefront", "meta.helm.sh/release-namespace": "storefront-system"}
+    helm_labels = {"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/instance": "storefront"}
+    api.create(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "shipments.fulfilment.example.net", "labels": helm_labels, "annotations": release},
+            "spec": {
+                "group": "fulfilment.example.net",
+                "names": {
+                    "plural": "shipments",
+                    "singular": "shipment",
+                    "kind": "Shipment",
+                    "listKind": "ShipmentList",
+                },
+                "scope": "Namespaced",
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            },
+        },
+    )
+    api.namespace("storefront-system")
+    api.deployment(
+        "storefront-system",
+        "order-manager",
+        node="node-1",
+        replicas=0,
+        image="ghcr.io/storefront/order-manager:3.2.0",
+        labels={**helm_labels, "app.kubernetes.io/name": "order-manager"},
+    )
+    ns = "checkout"
+    api.namespace(ns)
+    api.custom(
+        "fulfilment.example.net",
+        "v1",
+        "shipments",
+        ns,
+        {
+            "apiVersion": "fulfilment.example.net/v1",
+            "kind": "Shipment",
+            "metadata": {"name": "order-1042", "finalizers": ["fulfilment.example.net/shipment-cleanup"]},
+            "spec": {"carrier": "rail"},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+_RETENTION_REMAINING = "Some resources are remaining: retentions.archive.mycorp.io has 1 resource instances"
+_RETENTION_FINALIZERS = (
+    "Some content in the namespace has finalizers remaining: archive.mycorp.io/purge in 1 resource instances"
+)
+
+
+def _retention_operator(emu: Any) -> None:
+    """OLM installed the operator of Retentions: ClusterServiceVersion retention-operator.v1.3.0 in
+    `operators` owns the CRD and installs two Deployments; retention-controller-manager is Ready (no word of
+    archive.mycorp.io in its name or image), retention-webhook does not exist. A Ready workload is never dead."""
+    api = _start(emu)
+    api.crd("operators.coreos.com", "clusterserviceversions", "ClusterServiceVersion", version="v1alpha1")
+    _crd_with_status(api, "archive.mycorp.io", "retentions", "Retention")
+    api.namespace("operators")
+    api.custom(
+        "operators.coreos.com",
+        "v1alpha1",
+        "clusterserviceversions",
+        "operators",
+        {
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "retention-operator.v1.3.0"},
+            "spec": {
+                "displayName": "Retention Operator",
+                "version": "1.3.0",
+                "customresourcedefinitions": {
+                    "owned": [{"name": "retentions.archive.mycorp.io", "version": "v1", "kind": "Retention"}]
+                },
+                "install": {
+                    "strategy": "deployment",
+                    "spec": {"deployments": [{"name": "retention-controller-manager"}, {"name": "retention-webhook"}]},
+                },
+            },
+        },
+    )
+    api.deployment("operators", "retention-controller-manager", node="node-1", image="quay.io/retention/manager:1.3.0")
+    ns = "records"
+    api.namespace(ns)
+    api.custom(
+        "archive.mycorp.io",
+        "v1",
+        "retentions",
+        ns,
+        {
+            "apiVersion": "archive.mycorp.io/v1",
+            "kind": "Retention",
+            "metadata": {"name": "ledger-7y", "finalizers": ["archive.mycorp.io/purge"]},
+            "spec": {"years": 7},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+def _owner_discovery_scenarios() -> list[Scenario]:
+    return [
+        Scenario(
+            name="controller-found-by-rbac",
+            title="a finalizer no catalogue knows: its Ready controller found through RBAC, Argo CD's wildcard ignored",
+            description=(
+                "acme.dev/teardown is in no catalogue and no workload carries a word of its domain; a ClusterRole "
+                "lets platform-ops/reconciler update gizmos and gizmos/finalizers, and Deployment reconciler "
+                "runs as it, Ready: alive, content still being deleted. Argo CD's `*` grant names nothing."
+            ),
+            build=functools.partial(_gizmo_line, reconciler=True),
+            expected=Expected(
+                namespace="assembly-line",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                acceptable_remedies=("investigate",),
+                conditions=conditions(remaining=_GIZMO_REMAINING, finalizers=_GIZMO_FINALIZERS),
+                controller="alive",
+                found_by="rbac",
+            ),
+        ),
+        Scenario(
+            name="controller-rbac-wildcard-only",
+            title="the same finalizer where only Argo CD's wildcard grant lets anyone update gizmos",
+            description=(
+                "No role names gizmos: Argo CD's `*` grant does not make it the controller, so the controller "
+                "is unknown (found by nothing but the finalizer's name), and finding it comes first."
+            ),
+            build=functools.partial(_gizmo_line, reconciler=False),
+            expected=Expected(
+                namespace="assembly-line",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(_GIZMO,),
+                first_remedy="fix_controller",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(remaining=_GIZMO_REMAINING, finalizers=_GIZMO_FINALIZERS),
+                controller="unknown",
+                found_by="name",
+            ),
+        ),
+        Scenario(
+            name="controller-found-by-helm",
+            title="the CRD's Helm release names its controller, scaled to zero",
+            description=(
+                "The Shipment CRD carries Helm release storefront-system/storefront; the release's Deployment "
+                "order-manager (its instance label) is scaled to zero: dead, and bringing it back comes first."
+            ),
+            build=_shipment_release,
+            expected=Expected(
+                namespace="checkout",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(_SHIPMENT,),
+                first_remedy="fix_controller",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(remaining=_SHIPMENT_REMAINING, finalizers=_SHIPMENT_FINALIZERS),
+                controller="dead",
+                found_by="helm",
+            ),
+        ),
+        Scenario(
+            name="controller-found-by-olm",
+            title="OLM's ClusterServiceVersion names the controller: one Deployment Ready, one missing",
+            description=(
+                "retention-operator.v1.3.0 owns the Retention CRD; of its two Deployments one is Ready and the "
+                "other does not exist. A Ready workload is never called dead: alive, content still being deleted."
+            ),
+            build=_retention_operator,
+            expected=Expected(
+                namespace="records",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                acceptable_remedies=("investigate",),
+                conditions=conditions(remaining=_RETENTION_REMAINING, finalizers=_RETENTION_FINALIZERS),
+                controller="alive",
+                found_by="olm",
+            ),
+        ),
+    ]
+
+
 def _scenarios() -> list[Scenario]:
     return [
         Scenario(
@@ -2636,6 +2952,7 @@ def _scenarios() -> list[Scenario]:
         *_stuck_or_slow_scenarios(),
         *_kubelet_scenarios(),
         *_controller_scenarios(),
+        *_owner_discovery_scenarios(),
         Scenario(
             name="pod-on-notready-node",
             title="pods on a NotReady node keep their deletionTimestamp",
