@@ -590,7 +590,7 @@ def config_warnings(path: Path, config: AppConfig) -> list[ConfigError]:
     if not found:
         return []
     try:
-        tree: yaml.Node | None = yaml.compose(path.read_text(), Loader=yaml.SafeLoader)
+        tree: yaml.Node | None = yaml.compose(path.read_text(), Loader=_LOADER)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):  # read and parsed a moment ago; the lines are a nicety
         tree = None
     warnings = []
@@ -601,6 +601,11 @@ def config_warnings(path: Path, config: AppConfig) -> list[ConfigError]:
     return warnings
 
 
+# libyaml's safe loader where PyYAML was built with it (the wheels are), else the pure Python one: the same
+# safe types, parsed in C (the file is parsed three times: its shape, its tree for line numbers, its values)
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _parse(text: str, source: str) -> tuple[yaml.Node | None, Mapping[str, Any]]:
     try:
         # the events first (a stream: no recursion, no alias expansion), so that a YAML bomb or a
@@ -608,8 +613,8 @@ def _parse(text: str, source: str) -> tuple[yaml.Node | None, Mapping[str, Any]]
         shape = _yaml_shape_problem(text)
         if shape:
             raise ConfigError(source, None, shape)
-        tree = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        tree = yaml.compose(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (SafeLoader, or libyaml's)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -679,7 +684,7 @@ def _yaml_shape_problem(text: str) -> str | None:
     sizes: dict[str, int] = {}  # anchor -> nodes it stands for, aliases expanded
     open_: list[tuple[str | None, list[int]]] = []  # the collections being read: anchor, node count
     total = 0
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=_LOADER):
         if isinstance(event, yaml.CollectionStartEvent):
             open_.append((event.anchor, [1]))
             if len(open_) > MAX_YAML_DEPTH:

@@ -104,6 +104,16 @@ class Context:
             )
         return callers
 
+    @cached_property
+    def crds_by_type(self) -> dict[tuple[str, str], KubeObject]:
+        """Every CRD by the (group, plural) it defines (read once: a cluster may have a thousand, and each
+        finalizer whose controller is searched for looks up its own)."""
+        out: dict[tuple[str, str], KubeObject] = {}
+        for crd in self.snapshot.crds:
+            spec = crd.get("spec") or {}
+            out.setdefault((str(spec.get("group") or ""), str((spec.get("names") or {}).get("plural") or "")), crd)
+        return out
+
     def logs_about(self, keys: Iterable[str]) -> list[tuple[ControllerLog, ObjectLines | None]]:
         """The controller logs read for any of these objects (by their display), with what each said of
         the first of them it names (None: a read that failed, or that named none of them)."""

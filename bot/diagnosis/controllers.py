@@ -24,13 +24,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.diagnosis import catalogue
+from bot.diagnosis import catalogue, owners
 from bot.diagnosis.catalogue_model import CatalogueEntry, Owner, RunsIn
 from bot.diagnosis.context import Context, Held
 from bot.diagnosis.leases import CONTROLLER_MANAGER, LeaseState, read_lease
 from bot.diagnosis.reading import age, backend, workload_running, workload_summary
 from bot.domain.events import EventView, view
-from bot.domain.findings import Controller, ControllerState
+from bot.domain.findings import Controller, ControllerState, FoundBy
 from bot.domain.refs import KubeObject, condition, meta, name_of, parse_time
 
 RECENT = timedelta(minutes=10)
@@ -66,10 +66,12 @@ class Judgement:
     checks: list[str] = field(default_factory=list)
     # for people, when its state is unknown: what to find out first
     find_out: str = ""
+    # how its controller was found (`owners`); None: no controller was looked for (nothing removes it)
+    found_by: FoundBy | None = None
 
     @property
     def controller(self) -> Controller:
-        return Controller(self.state, tuple(self.evidence))
+        return Controller(self.state, tuple(self.evidence), self.found_by)
 
 
 def _recent(moment: datetime | None, now: datetime) -> bool:
@@ -200,22 +202,6 @@ def _leases(ctx: Context, entry: CatalogueEntry | None) -> tuple[list[str], list
     return evidence, fresh, present
 
 
-def _known_workloads(ctx: Context, owner: Owner, entry: CatalogueEntry | None) -> list[KubeObject]:
-    markers = tuple(owner.markers) + (tuple(entry.runtime.images) if entry else ())
-    found = catalogue.matching_workloads(markers, ctx.snapshot.workloads)
-    for known in entry.runtime.workloads if entry else ():
-        for workload in ctx.snapshot.workloads:
-            m = meta(workload)
-            if (
-                workload.get("kind") == known.kind
-                and m.get("name") == known.name
-                and m.get("namespace") == known.namespace
-                and workload not in found
-            ):
-                found.append(workload)
-    return found
-
-
 def _unavailable_for(workload: KubeObject, now: datetime) -> timedelta | None:
     """How long a Deployment has been without its minimum of available replicas (its Available condition)."""
     available = condition(workload, "Available")
@@ -252,7 +238,15 @@ def _dead_backends(ctx: Context, owner: Owner, entry: CatalogueEntry | None) -> 
 
 
 def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judgement:
-    """Alive, dead or unknown, for the controller that removes `finalizer` from `held`, with the evidence."""
+    """Alive, dead or unknown, for the controller that removes `finalizer` from `held`, with the evidence, and
+    how that controller was found (the catalogue's own knowledge, for Kubernetes' and no one's)."""
+    judgement = _judge(ctx, finalizer, owner, held)
+    if judgement.found_by is None:
+        judgement.found_by = FoundBy.CATALOGUE
+    return judgement
+
+
+def _judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judgement:
     entry = catalogue.entry(finalizer)
     runs_in = entry.runtime.runs_in if entry else None
     if owner.name.startswith("nothing"):
@@ -285,29 +279,44 @@ def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judge
 
     # a workload of it shows it alive wherever it runs (a cloud-controller-manager DaemonSet); only one that
     # runs as a workload can be shown dead by one
-    candidates = _known_workloads(ctx, owner, entry)
+    candidates = owners.known_workloads(owner, entry, ctx.snapshot.workloads)
+    found_by = FoundBy.CATALOGUE if entry is not None else FoundBy.NAME
+    search = owners.searched(owner, entry, candidates)
+    located = owners.locate(ctx, finalizer, held) if search else None
+    if located is not None and (located.workloads or (entry is None and not candidates)):
+        candidates, found_by = located.workloads, located.found_by
+    found = list(located.evidence) if located is not None else []
+    if search and located is None and (said := owners.nothing_found(ctx, held)):
+        found.append(said)
+    # a search whose reads failed (RBAC or OLM forbidden, not in time) proves no absence: a named gap, never dead
+    unsearched = [g for g in ctx.snapshot.gaps if search and g.what.endswith(owners.READ_SUFFIX)]
+    if unsearched:
+        found.append(
+            f"the cluster could not all be searched for its controller ({'; '.join(str(g) for g in unsearched[:3])})"
+        )
     running = [w for w in candidates if workload_running(w)]
     looked = []
     markers = tuple(owner.markers) + (tuple(entry.runtime.images) if entry else ())
-    if markers:
+    if markers and found_by in (FoundBy.CATALOGUE, FoundBy.NAME):
         looked.append(
             f"looked for {', '.join(repr(m) for m in markers)} in the names, labels and images of "
             f"{len(ctx.snapshot.workloads)} Deployments, StatefulSets and DaemonSets"
         )
+    path = "" if found_by in (FoundBy.CATALOGUE, FoundBy.NAME) else f", {owners.describe(found_by)}"
     if alive or lease_fresh or running:
-        evidence = [*alive, *lease_fresh]
+        evidence = [*alive, *lease_fresh, *found]
         evidence.extend(f"running: {workload_summary(w)} in {meta(w).get('namespace')}" for w in running[:3])
         workload = running[0] if running else (candidates[0] if candidates else None)
         name = name_of(workload) if workload is not None else owner.name
         if running:
-            why = f"its controller ({name}) is running"
+            why = f"its controller ({name}{path}) is running"
         elif lease_fresh:
             why = f"its controller ({name}) is running (it renews its Lease)"
         else:
             why = f"its controller ({name}) is at work"
-        return Judgement(ControllerState.ALIVE, evidence, workload=workload, why=why)
+        return Judgement(ControllerState.ALIVE, evidence, workload=workload, why=why, found_by=found_by)
 
-    evidence = [*looked, *lease_evidence]
+    evidence = [*looked, *found, *lease_evidence]
     workloads_gap = any("deployments" in g.what or "workloads" in g.what for g in ctx.snapshot.gaps)
     if workloads_gap:
         evidence.append("the cluster's workloads could not all be listed, so what runs is not fully known")
@@ -331,17 +340,36 @@ def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judge
                 ControllerState.DEAD,
                 evidence,
                 workload=candidates[0],
-                why=f"its controller ({name_of(candidates[0])}) exists but does not run",
+                why=f"its controller ({name_of(candidates[0])}{path}) exists but does not run",
+                found_by=found_by,
             )
         gone = _dead_backends(ctx, owner, entry)
         if gone:
             evidence.extend(gone)
-            return Judgement(ControllerState.DEAD, evidence, why="its controller's Service no longer exists")
+            return Judgement(
+                ControllerState.DEAD, evidence, why="its controller's Service no longer exists", found_by=found_by
+            )
+        if (
+            located is not None
+            and located.gone
+            and found_by is located.found_by
+            and not workloads_gap
+            and not unsearched
+        ):
+            # what the cluster says it runs as (OLM's deployment, the conversion webhook's Service) is gone
+            evidence.extend(located.gone)
+            return Judgement(
+                ControllerState.DEAD,
+                evidence,
+                why=f"its controller ({owners.describe(found_by)}) was uninstalled",
+                found_by=found_by,
+            )
         if (
             runs_in is RunsIn.WORKLOAD
             and not candidates
             and not lease_present
             and not workloads_gap
+            and not unsearched
             and not any("leases" in g.what for g in ctx.snapshot.gaps)
         ):
             known = ", ".join(f"{w.kind} {w.namespace}/{w.name}" for w in entry.runtime.workloads) if entry else ""
@@ -349,7 +377,7 @@ def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judge
                 f"{owner.name} runs as a workload{f' ({known})' if known else ''}, and none of its workloads, "
                 "images or Leases exists: it was uninstalled"
             )
-            return Judgement(ControllerState.DEAD, evidence, why="its controller was uninstalled")
+            return Judgement(ControllerState.DEAD, evidence, why="its controller was uninstalled", found_by=found_by)
 
     checks: list[str] = []
     if candidates:
@@ -357,7 +385,7 @@ def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judge
         evidence.extend(f"not ready: {workload_summary(w)} in {meta(w).get('namespace')}" for w in candidates[:3])
         kind = str(workload.get("kind", "deployment")).lower()
         checks.append(f"kubectl -n {meta(workload).get('namespace')} describe {kind} {name_of(workload)}")
-        why = f"its controller ({name_of(workload)}) exists but is not ready; whether it works is unknown"
+        why = f"its controller ({name_of(workload)}{path}) exists but is not ready; whether it works is unknown"
     else:
         workload = None
         why = f"whether {owner.name} runs is unknown"
@@ -377,4 +405,12 @@ def judge(ctx: Context, finalizer: str, owner: Owner, held: list[Held]) -> Judge
         find_out = f"First find out whether {entry.runtime.where if entry else 'the distribution'} runs it"
     else:
         find_out = f"First find out whether {owner.name} runs (in the cluster, outside it, or under another name)"
-    return Judgement(ControllerState.UNKNOWN, evidence, workload=workload, why=why, checks=checks, find_out=find_out)
+    return Judgement(
+        ControllerState.UNKNOWN,
+        evidence,
+        workload=workload,
+        why=why,
+        checks=checks,
+        find_out=find_out,
+        found_by=found_by,
+    )

@@ -289,7 +289,7 @@ def _deadlock(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on 
                 *(remedies.remove_finalizer(h.ref, finalizer, risk=Risk.MEDIUM, consequence=consequence) for h in held),
             ]
         ),
-        controller=Controller(ControllerState.ALIVE, tuple(controller_evidence)),
+        controller=Controller(ControllerState.ALIVE, tuple(controller_evidence), judgement.found_by),
     )
 
 

@@ -11,6 +11,14 @@ Killing while it stops containers) and the VolumeAttachments of its volumes on i
 With OrderedNamespaceDeletion (KEP-5080, on by default from 1.33) the namespace controller deletes
 pods first and nothing else until they are gone (pkg/controller/namespace/deletion/
 namespaced_resources_deleter.go): a pod that cannot go then holds the whole namespace.
+
+Issue 37 §5: a pod on a Ready node that has stood still (no container stopped, no kubelet progress Event,
+no volume detach) for longer than the bound past its grace period is `pod_not_terminating`: the kubelet
+is alive and will not finish it. The finding names the node, the containers still running or not ready,
+the backends its volumes need that are gone or unhealthy (`pod_volumes`), and the kubelet's Events where
+they exist (created before the namespace was deleted: a terminating namespace takes no new Events, so
+their absence proves nothing). Time alone never makes the node lost: a NotReady or gone node stays
+`pod_on_lost_node`.
 """
 
 from __future__ import annotations
@@ -22,7 +30,15 @@ from datetime import datetime, timedelta
 from bot.diagnosis import remedies
 from bot.diagnosis.context import Context, Held, still_deleting
 from bot.diagnosis.controller_state import ordered_deletion
-from bot.diagnosis.reading import age, node_ready_state, pod_grace_deadline, pod_is_finished, pvc_claims
+from bot.diagnosis.pod_volumes import Broken, broken_backends, unread_volume_reads
+from bot.diagnosis.reading import (
+    age,
+    human_duration,
+    node_ready_state,
+    pod_grace_deadline,
+    pod_is_finished,
+    pvc_claims,
+)
 from bot.domain.events import EventView, view
 from bot.domain.findings import Action, Cause, Finding, Remedy, Risk
 from bot.domain.refs import KubeObject, ObjectRef, deletion_time, meta, name_of, parse_time
@@ -36,6 +52,9 @@ KUBELET_PROGRESS = ("killing", "successfulunmountvolume", "successfuldetachvolum
 PROGRESS_WINDOW = timedelta(minutes=10)
 # past its grace period by this much with no progress seen, a pod is worth a look at its kubelet
 NO_PROGRESS = timedelta(minutes=10)
+# issue 37 §1's bound (past it with no progress, a pod on a Ready node is `pod_not_terminating`) is the
+# diagnosis's `Context.no_progress_after` (NSSTUCK_NO_PROGRESS_MINUTES), unless `findings(ctx, bound=...)`
+# is given one
 MAX_QUOTED = 3
 
 
@@ -153,11 +172,20 @@ class Teardown:
     errors: tuple[str, ...]  # the kubelet's errors, quoted
     progress: tuple[str, ...]  # what changed recently
     waits_for: tuple[str, ...]  # what the pod still waits for (volumes, containers)
-    detaching: bool  # a volume of it is detaching
+    detaching: bool  # a volume of it is detaching (since less than the bound)
+    # how long nothing has changed: since the end of its grace period, its last container stop, the
+    # kubelet's last progress Event or a volume's detach began, whichever is latest
+    still_for: timedelta = timedelta(0)
+    containers: tuple[str, ...] = ()  # the containers still running or not ready, in words
+    broken: tuple[Broken, ...] = ()  # the backends its volumes need, gone or unhealthy
 
     @property
     def moving(self) -> bool:
         return bool(self.progress) or self.detaching or self.overdue <= NO_PROGRESS
+
+    def stuck(self, bound: timedelta) -> bool:
+        """No progress for longer than the bound: the kubelet is not finishing it."""
+        return self.still_for > bound
 
 
 def _events_about(ctx: Context, pod: KubeObject) -> list[EventView]:
@@ -188,19 +216,41 @@ def _recent(moment: datetime | None, now: datetime) -> bool:
     return moment is not None and now - moment <= PROGRESS_WINDOW
 
 
-def teardown(ctx: Context, held: Held) -> Teardown:
+def _latest(moments: list[datetime | None]) -> datetime | None:
+    return max((m for m in moments if m is not None), default=None)
+
+
+def _containers(statuses: list[KubeObject]) -> list[str]:
+    """The containers still running or not ready, in words: `app (running)`, `init (waiting: ..., not ready)`."""
+    out = []
+    for status in statuses:
+        state = status.get("state") or {}
+        name = str(status.get("name"))
+        if "running" in state:
+            out.append(f"{name} (running{', not ready' if status.get('ready') is False else ''})")
+        elif "waiting" in state:
+            reason = (state.get("waiting") or {}).get("reason")
+            out.append(f"{name} (waiting{': ' + str(reason) if reason else ''}, not ready)")
+    return out
+
+
+def teardown(ctx: Context, held: Held, bound: timedelta | None = None) -> Teardown:
+    bound = bound or ctx.no_progress_after
     pod = held.obj
     node = str((pod.get("spec") or {}).get("nodeName") or "")
     deadline = pod_grace_deadline(pod) or ctx.now
     errors: list[str] = []
     progress: list[str] = []
     waits: list[str] = []
+    changes: list[datetime | None] = [deadline]
     for event in _events_about(ctx, pod):
         reason = event.reason.lower()
         if any(reason.startswith(r) for r in KUBELET_ERRORS):
             errors.append(_quote(event, ctx.now))
-        elif reason in KUBELET_PROGRESS and _recent(event.last_seen, ctx.now):
-            progress.append(_quote(event, ctx.now))
+        elif reason in KUBELET_PROGRESS:
+            changes.append(event.last_seen)
+            if _recent(event.last_seen, ctx.now):
+                progress.append(_quote(event, ctx.now))
     statuses = [
         s
         for key in ("initContainerStatuses", "containerStatuses")
@@ -211,6 +261,7 @@ def teardown(ctx: Context, held: Held) -> Teardown:
     stopped = [s for s in statuses if "terminated" in (s.get("state") or {})]
     if stopped:
         last = max((t for s in stopped if (t := parse_time(s["state"]["terminated"].get("finishedAt")))), default=None)
+        changes.append(last)
         ago = f", the last {age(last, ctx.now)} ago" if last else ""
         if running and _recent(last, ctx.now):
             progress.append(f"{len(stopped)} of {len(statuses)} container(s) have stopped{ago}")
@@ -221,7 +272,8 @@ def teardown(ctx: Context, held: Held) -> Teardown:
     if running:
         waits.append(f"container(s) {', '.join(running)} to stop")
     detaching = False
-    for attachment in attachments(ctx, pod):
+    held_attachments = attachments(ctx, pod)
+    for attachment in held_attachments:
         name = name_of(attachment)
         volume = ((attachment.get("spec") or {}).get("source") or {}).get("persistentVolumeName")
         status = attachment.get("status") or {}
@@ -232,13 +284,15 @@ def teardown(ctx: Context, held: Held) -> Teardown:
                 + (f" at {detach_error.get('time')}" if detach_error.get("time") else "")
                 + f": {detach_error.get('message') or 'no message'}"
             )
-        elif deletion_time(attachment) is not None:
-            detaching = True
+        elif (detach_began := deletion_time(attachment)) is not None:
+            changes.append(detach_began)
+            detaching = detaching or ctx.now - detach_began <= bound
             waits.append(f"volume {volume} to detach from node {node} (VolumeAttachment {name} is being deleted)")
         elif status.get("attached"):
             waits.append(
                 f"volume {volume} to be unmounted and detached (VolumeAttachment {name}: attached to node {node})"
             )
+    last_change = _latest(changes) or deadline
     return Teardown(
         pod=held,
         node=node,
@@ -247,6 +301,9 @@ def teardown(ctx: Context, held: Held) -> Teardown:
         progress=tuple(progress),
         waits_for=tuple(waits),
         detaching=detaching,
+        still_for=max(timedelta(0), ctx.now - last_change),
+        containers=tuple(_containers(statuses)),
+        broken=tuple(broken_backends(ctx, pod, node, held_attachments, bound)),
     )
 
 
@@ -273,7 +330,8 @@ def _holds_all(ctx: Context, count: int) -> str:
     return f"; {'it holds' if count == 1 else 'they hold'} the whole namespace (OrderedNamespaceDeletion)"
 
 
-def findings(ctx: Context) -> list[Finding]:
+def findings(ctx: Context, bound: timedelta | None = None) -> list[Finding]:
+    bound = bound or ctx.no_progress_after
     out: list[Finding] = []
     grace = [h for h in _deleting_pods(ctx) if in_grace(h.obj, ctx.now) and not h.finalizers]
     if grace:
@@ -295,7 +353,7 @@ def findings(ctx: Context) -> list[Finding]:
         by_node[str(held.obj["spec"]["nodeName"])].append(held)
     for node, pods in sorted(by_node.items()):
         out.append(_lost_node(ctx, node, pods))
-    out.extend(_on_ready_nodes(ctx))
+    out.extend(_on_ready_nodes(ctx, bound))
     return out
 
 
@@ -351,12 +409,15 @@ def _lost_node(ctx: Context, node: str, pods: list[Held]) -> Finding:
     )
 
 
-def _on_ready_nodes(ctx: Context) -> list[Finding]:
-    """Pods past their grace period on a Ready node: failing, progressing, or with no progress seen (one
-    finding per node for the failing and for the silent ones)."""
+def _on_ready_nodes(ctx: Context, bound: timedelta) -> list[Finding]:
+    """Pods past their grace period on a Ready node: standing still past the bound, failing, progressing, or
+    with no progress seen (one finding per node for the stuck, the failing and the silent ones)."""
     out: list[Finding] = []
-    seen = [teardown(ctx, h) for h in _overdue(ctx, node_ready=True)]
+    every = [teardown(ctx, h, bound) for h in _overdue(ctx, node_ready=True)]
     condition = ctx.facts.line("NamespaceDeletionContentFailure")
+    for node, group in _by_node([t for t in every if t.stuck(bound)]):
+        out.append(_not_terminating(ctx, node, group, condition, bound))
+    seen = [t for t in every if not t.stuck(bound)]
     for node, group in _by_node([t for t in seen if t.errors]):
         out.append(_failing(ctx, node, group, condition))
     moving = [t for t in seen if not t.errors and t.moving]
@@ -385,7 +446,7 @@ def _on_ready_nodes(ctx: Context) -> list[Finding]:
             )
         )
     for node, group in _by_node([t for t in seen if not t.errors and not t.moving]):
-        out.append(_no_progress(ctx, node, group))
+        out.append(_no_progress(ctx, node, group, bound))
     return out
 
 
@@ -453,7 +514,7 @@ def _failing(ctx: Context, node: str, group: list[Teardown], condition: str | No
     )
 
 
-def _no_progress(ctx: Context, node: str, group: list[Teardown]) -> Finding:
+def _no_progress(ctx: Context, node: str, group: list[Teardown], bound: timedelta) -> Finding:
     minutes = int(NO_PROGRESS.total_seconds()) // 60
     evidence = [
         f"{_pods(group)} on Ready node {node}, {age(ctx.now - max(t.overdue for t in group), ctx.now)} past "
@@ -463,11 +524,17 @@ def _no_progress(ctx: Context, node: str, group: list[Teardown]) -> Finding:
     ]
     for t in group[:MAX_QUOTED]:
         evidence.extend(f"pod {t.pod.ref.name} waits for {w}" for w in t.waits_for[:MAX_QUOTED])
+        evidence.extend(e for b in t.broken for e in b.evidence)
+    evidence.append(
+        f"no progress for {human_duration(max(t.still_for for t in group))}; past "
+        f"{human_duration(bound)} without progress it is not being finished (pod_not_terminating)"
+    )
     ordered = _ordered_note(ctx, [t.pod for t in group])
     if ordered:
         evidence.append(ordered)
     return still_deleting(
-        summary=f"{_pods(group)}: no progress seen; look at the kubelet on node {node}" + _holds_all(ctx, len(group)),
+        summary=f"{_pods(group)}: no progress for {human_duration(max(t.still_for for t in group))}; look at the "
+        f"kubelet on node {node}" + _holds_all(ctx, len(group)),
         objects=tuple(t.pod.ref for t in group),
         evidence=evidence,
         remedies=remedies.rank(
@@ -480,4 +547,105 @@ def _no_progress(ctx: Context, node: str, group: list[Teardown]) -> Finding:
                 *_force_deletes(ctx, group),
             ]
         ),
+    )
+
+
+def _node_ref(node: str) -> ObjectRef:
+    return ObjectRef(api_version="v1", kind="Node", name=node, resource="nodes")
+
+
+def _not_terminating(
+    ctx: Context, node: str, group: list[Teardown], condition: str | None, bound: timedelta
+) -> Finding:
+    """Pods on Ready node `node` standing still for longer than the bound: the kubelet will not finish them."""
+    still = human_duration(max(t.still_for for t in group))
+    evidence = [condition] if condition else []
+    remaining = ctx.facts.line("NamespaceContentRemaining")
+    if remaining and "pods" in remaining:
+        evidence.append(remaining)
+    broken: list[Broken] = []
+    for t in group:
+        broken.extend(b for b in t.broken if b.target not in [x.target for x in broken])
+    for t in group[:MAX_QUOTED]:
+        name = t.pod.ref.name
+        evidence.append(
+            f"pod {name} is {human_duration(t.overdue)} past its grace period on Ready node {node}, with no "
+            f"progress for {human_duration(t.still_for)}: no container stopped, no kubelet progress Event and no "
+            "volume detach since"
+        )
+        if t.containers:
+            evidence.append(f"pod {name}: container(s) still running or not ready: {', '.join(t.containers)}")
+        evidence.extend(f"pod {name} waits for {w}" for w in t.waits_for[:MAX_QUOTED])
+        if t.errors:
+            evidence.append(
+                f"the kubelet's Events about pod {name} (created before the namespace was deleted: a terminating "
+                "namespace takes no new Events):"
+            )
+            evidence.extend(t.errors[:MAX_QUOTED])
+    for b in broken:
+        evidence.extend(b.evidence)
+    unread = unread_volume_reads(ctx, [t.pod.obj for t in group], node)
+    if unread:
+        evidence.append(
+            f"what its volumes need could not all be read, so no backend is judged there: {'; '.join(unread)}"
+        )
+    if not any(t.errors for t in group):
+        evidence.append(
+            "no kubelet Event (FailedKillPod, FailedUnMount) about these pods: a terminating namespace takes no new "
+            "Events and old ones expire after an hour, so their absence proves nothing"
+        )
+    evidence.append(
+        f"node {node} is Ready: its kubelet runs, but has not finished the pods for longer than the bound "
+        f"({human_duration(bound)} without progress)"
+    )
+    ordered = _ordered_note(ctx, [t.pod for t in group])
+    if ordered:
+        evidence.append(ordered)
+    steps: list[Remedy] = [
+        Remedy(
+            action=Action.RESTORE_BACKEND,
+            risk=Risk.NONE,
+            description=b.restore,
+            targets=(b.target,),
+            commands=b.commands,
+        )
+        for b in broken
+    ]
+    if not broken:
+        steps.append(
+            remedies.investigate(
+                f"Read the kubelet's log on node {node} for these pods (a hung container runtime, a volume that "
+                "will not unmount); nothing nsstuck can read says why",
+                [
+                    *_describe(group[0]),
+                    f"journalctl -u kubelet --since '-{int(bound.total_seconds()) // 60}m'  # on node {node}",
+                ],
+            )
+        )
+    hangs = any("NFS" in b.short for b in broken)
+    steps.append(
+        Remedy(
+            action=Action.RESTORE_BACKEND,
+            risk=Risk.LOW,
+            description=f"Restart the kubelet on node {node}: it retries tearing the pods down"
+            + (
+                "; a mount hung in the kernel (a hard NFS mount whose server is gone) is freed only by draining "
+                "and rebooting the node"
+                if hangs
+                else ""
+            ),
+            targets=(_node_ref(node),),
+            commands=(f"systemctl restart kubelet  # on node {node}", f"kubectl describe node {node}"),
+        )
+    )
+    summary = f"the kubelet on Ready node {node} has not finished {_pods(group)}: no progress for {still}"
+    if broken:
+        summary += f" ({broken[0].short})"
+    return Finding(
+        cause=Cause.POD_NOT_TERMINATING,
+        blocking=True,
+        summary=summary + _holds_all(ctx, len(group)),
+        objects=(*(t.pod.ref for t in group), _node_ref(node)),
+        evidence=tuple(evidence),
+        remedies=remedies.rank([*steps, *_force_deletes(ctx, group)]),
     )

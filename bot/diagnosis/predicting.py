@@ -426,11 +426,13 @@ def _judge(
             evidence,
             why=why,
             find_out=f"First move {name} out of namespace {here}, or delete what keeps {finalizer} first",
+            found_by=full.found_by,
         ), workload
     return Judgement(
         ControllerState.DEAD,
         evidence,
         why=f"its controller ({name}) runs in this namespace and would be deleted before it removes {finalizer}",
+        found_by=full.found_by,
     ), workload
 
 

@@ -11,12 +11,14 @@ controller is shown not running (kube-controller-manager's Lease lapsed).
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from bot.diagnosis import pods as pod_rules
 from bot.diagnosis import remedies
 from bot.diagnosis.context import Context, Held, still_deleting
 from bot.diagnosis.controller_state import RESYNC
 from bot.diagnosis.leases import LeaseState, controller_manager
-from bot.diagnosis.reading import age, node_ready_state, pod_grace_deadline, pvc_claims
+from bot.diagnosis.reading import age, human_duration, node_ready_state, pod_grace_deadline, pvc_claims
 from bot.domain.findings import Action, Cause, Finding, Risk
 from bot.domain.refs import KubeObject, ObjectRef, deletion_time, meta, name_of
 
@@ -39,7 +41,7 @@ def uses(pod: KubeObject, claim: str) -> bool:
     )
 
 
-def _state(ctx: Context, pod: KubeObject) -> tuple[str, bool]:
+def _state(ctx: Context, pod: KubeObject, bound: timedelta) -> tuple[str, bool]:
     """(the pod's state in words, whether the claim's wait on it blocks the namespace)."""
     deleted = deletion_time(pod)
     phase = (pod.get("status") or {}).get("phase") or "Pending"
@@ -57,13 +59,17 @@ def _state(ctx: Context, pod: KubeObject) -> tuple[str, bool]:
     held = next((h for h in ctx.deleting if h.obj is pod), None)
     if held is None or held.finalizers:
         return f"deleting, {age(deleted, ctx.now)} past its grace period, held by finalizers", True
-    teardown = pod_rules.teardown(ctx, held)
+    teardown = pod_rules.teardown(ctx, held, bound)
+    if teardown.stuck(bound):
+        still = human_duration(teardown.still_for)
+        return f"deleting; the kubelet on node {node} has not finished it, no progress for {still}", True
     if teardown.errors:
         return f"deleting; the kubelet on node {node} fails to tear it down", True
     return f"deleting; the kubelet on node {node} is tearing it down", False
 
 
-def findings(ctx: Context) -> list[Finding]:
+def findings(ctx: Context, bound: timedelta | None = None) -> list[Finding]:
+    bound = bound or ctx.no_progress_after
     out = []
     pods = list(ctx.snapshot.objects("pods"))
     for held in ctx.deleting:
@@ -75,7 +81,7 @@ def findings(ctx: Context) -> list[Finding]:
         if not users:
             out.append(_unused(ctx, held, evidence))
             continue
-        states = [(p, *_state(ctx, p)) for p in users]
+        states = [(p, *_state(ctx, p, bound)) for p in users]
         evidence.extend(f"pod {name_of(p)} ({words}) mounts it" for p, words, _ in states)
         names = ", ".join(name_of(p) for p in users)
         pod_refs = tuple(ObjectRef.of(p, resource="pods") for p in users)

@@ -33,6 +33,9 @@ class Cause(StrEnum):
     NAMESPACE_FINALIZER = "namespace_finalizer"
     WEBHOOK_BLOCKS_DELETE = "webhook_blocks_delete"
     POD_ON_LOST_NODE = "pod_on_lost_node"
+    # pods past their grace period on Ready nodes that the kubelet has not finished, with no progress
+    # for longer than the bound (a volume whose backend is gone, a hung runtime; issue 37 §5)
+    POD_NOT_TERMINATING = "pod_not_terminating"
     PVC_IN_USE = "pvc_in_use"
     DISCOVERY_FAILURE = "discovery_failure"
     DELETION_ERROR = "deletion_error"
@@ -186,20 +189,55 @@ class ControllerState(StrEnum):
     UNKNOWN = "unknown"  # the evidence shows neither (no Lease at all proves nothing)
 
 
+class FoundBy(StrEnum):
+    """How the controller of a finalizer was found (contract §2, `controller.found_by`), in the order looked."""
+
+    CATALOGUE = "catalogue"  # the finalizer catalogue names it (and its workloads, images, Leases)
+    HELM = "helm"  # the Helm release (annotations, app.kubernetes.io labels) of the CRD the object is of
+    OLM = "olm"  # the ClusterServiceVersion that owns that CRD, and its deployments
+    CONVERSION_WEBHOOK = "conversion_webhook"  # the CRD's conversion webhook Service and the pods it selects
+    RBAC = "rbac"  # the service accounts allowed to update the resource (or its finalizers), and who runs as them
+    NAME = "name"  # only the finalizer's name: its domain's words matched to workloads
+
+    @property
+    def said(self) -> str:
+        """How it was found, in a few words (reports and Slack)."""
+        return _FOUND_BY_SAID[self]
+
+
+_FOUND_BY_SAID = {
+    FoundBy.CATALOGUE: "named by the finalizer catalogue",
+    FoundBy.HELM: "found through the CRD's Helm release",
+    FoundBy.OLM: "found through OLM, the ClusterServiceVersion that owns the CRD",
+    FoundBy.CONVERSION_WEBHOOK: "found through the CRD's conversion webhook",
+    FoundBy.RBAC: "found through RBAC, who may update the resource",
+    FoundBy.NAME: "guessed from the finalizer's name",
+}
+
+
 @dataclass(frozen=True)
 class Controller:
     """The judgement on a finalizer's controller, with the evidence it rests on (what was looked for and
-    what it showed)."""
+    what it showed), and how it was found."""
 
     state: ControllerState
     evidence: tuple[str, ...] = ()
+    found_by: FoundBy | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.state.value, "evidence": list(self.evidence)}
+        out: dict[str, Any] = {"state": self.state.value, "evidence": list(self.evidence)}
+        if self.found_by is not None:
+            out["found_by"] = self.found_by.value
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Controller:
-        return cls(state=ControllerState(data["state"]), evidence=tuple(data.get("evidence", ())))
+        found_by = data.get("found_by")
+        return cls(
+            state=ControllerState(data["state"]),
+            evidence=tuple(data.get("evidence", ())),
+            found_by=FoundBy(found_by) if found_by else None,
+        )
 
 
 @dataclass(frozen=True)

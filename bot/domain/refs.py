@@ -128,3 +128,12 @@ def condition(obj: KubeObject, kind: str) -> dict[str, Any] | None:
         if isinstance(cond, dict) and cond.get("type") == kind:
             return cond
     return None
+
+
+def service_of_address(address: str) -> tuple[str, str] | None:
+    """(namespace, name) of the Service a host name names in cluster DNS (`name.namespace.svc`,
+    `name.namespace.svc.cluster.local`), None for any other address (an IP, an outside host)."""
+    parts = address.strip().rstrip(".").split(".")
+    if len(parts) >= 3 and parts[2] == "svc" and parts[0] and parts[1]:
+        return parts[1], parts[0]
+    return None

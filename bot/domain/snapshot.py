@@ -172,6 +172,10 @@ _OBJECT_LISTS = (
     "leases",
     "events",
     "volume_attachments",
+    "persistent_volumes",
+    "roles",
+    "role_bindings",
+    "cluster_service_versions",
 )
 
 
@@ -209,6 +213,20 @@ class NamespaceSnapshot:
     events: tuple[KubeObject, ...] = ()
     # VolumeAttachments on the nodes of deleting pods, or of the namespace's claims' volumes
     volume_attachments: tuple[KubeObject, ...] = ()
+    # issue 37 §5, the volumes of deleting pods past their grace period: the PersistentVolumes bound to
+    # their claims (`trim_volume`: the source's server or CSI driver, the claim), and the CSINode of their
+    # nodes (which CSI drivers have a node plugin registered there; None: the node has no CSINode)
+    persistent_volumes: tuple[KubeObject, ...] = ()
+    csi_nodes: Mapping[str, KubeObject | None] = field(default_factory=dict)
+    # finding a finalizer's controller that neither the catalogue nor its name finds (issue 37 §3), read only
+    # for such finalizers: the ClusterRoles and Roles (of this namespace) that let someone update or patch a
+    # type of the objects being deleted, the bindings of those roles to service accounts, and OLM's
+    # ClusterServiceVersions (not the copies OLM makes in every namespace); `owner_reads` names the reads
+    # made ("rbac", "olm"), so that nothing found is told apart from nothing asked
+    roles: tuple[KubeObject, ...] = ()
+    role_bindings: tuple[KubeObject, ...] = ()
+    cluster_service_versions: tuple[KubeObject, ...] = ()
+    owner_reads: tuple[str, ...] = ()
     gaps: tuple[Gap, ...] = ()
     # what the controllers of blocking objects logged about them (quoted, redacted lines and counts only,
     # never the log), or why their logs could not be read (issue 37 §2)
@@ -262,10 +280,13 @@ class NamespaceSnapshot:
             "contents": {k: list(v) for k, v in sorted(self.contents.items())},
             "nodes": dict(self.nodes),
             "server_version": dict(self.server_version) if self.server_version is not None else None,
+            "csi_nodes": dict(self.csi_nodes),
             "gaps": [g.to_json() for g in self.gaps],
         }
         if self.for_prediction:
             out["for_prediction"] = True
+        if self.owner_reads:
+            out["owner_reads"] = list(self.owner_reads)
         if self.controller_logs:
             out["controller_logs"] = [c.to_json() for c in self.controller_logs]
         if self.earlier:
@@ -289,8 +310,10 @@ class NamespaceSnapshot:
             contents={k: tuple(v) for k, v in (data.get("contents") or {}).items()},
             nodes=dict(data.get("nodes") or {}),
             server_version=data.get("server_version"),
+            csi_nodes=dict(data.get("csi_nodes") or {}),
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             for_prediction=bool(data.get("for_prediction", False)),
+            owner_reads=tuple(str(r) for r in data.get("owner_reads") or ()),
             controller_logs=tuple(ControllerLog.from_json(c) for c in data.get("controller_logs") or ()),
             earlier=tuple(Observation.from_json(o) for o in data.get("earlier") or ()),
             **lists,

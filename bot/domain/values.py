@@ -125,8 +125,11 @@ def without_env_values(pod: KubeObject) -> KubeObject:
 
 # The annotations a rule reads, the only ones a snapshot keeps (every other one is dropped before anything
 # keeps an object: annotations hold what tools and people put there, tokens and whole manifests included).
-# The rules read none today; a rule that reads one adds its key here, or reads nothing.
-KEPT_ANNOTATIONS: frozenset[str] = frozenset()
+# A rule that reads one adds its key here, or reads nothing.
+# Helm's release of an object (a CRD's, a workload's): who installed it, for finding a finalizer's controller
+HELM_RELEASE_NAME = "meta.helm.sh/release-name"
+HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
+KEPT_ANNOTATIONS: frozenset[str] = frozenset({HELM_RELEASE_NAME, HELM_RELEASE_NAMESPACE})
 # what stands in a command line for a value that is not kept
 REDACTED = "<redacted>"
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")

@@ -40,8 +40,8 @@ from bot.domain import conditions as ns_conditions
 from bot.domain.events import newest_first
 from bot.domain.events import view as event_view
 from bot.domain.findings import Gap
-from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta
-from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType
+from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta, service_of_address
+from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType, labels_of
 from bot.domain.values import is_value_resource, metadata_only, snapshot_safe, without_values
 from bot.errors import ClusterUnreachableError
 from bot.kube.requesting import MAX_ANSWER
@@ -51,6 +51,8 @@ from bot.logs import carrying
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+# (finalizer, API group of the object, the cluster's workloads) -> search the cluster for its controller?
+OwnerSearch = Callable[[str, str, Sequence[KubeObject]], bool]
 
 
 def utcnow() -> datetime:
@@ -76,6 +78,11 @@ class CollectOptions:
     # seconds a live controller's objects may stand still after their deletion began before it is no
     # longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES; issue 37 §1): the diagnosis's bound, and whose logs to read
     no_progress_after: float = 1800.0
+    # whether a finalizer (of an object being deleted, or in an Active namespace carrying one), given the API
+    # group of that object and the cluster's workloads, needs its controller searched for in the cluster: then
+    # RBAC and OLM's ClusterServiceVersions are read as well (`bot.diagnosis.owners.needs_search`); None:
+    # never (the kube layer does not know the finalizer catalogue)
+    owner_search: OwnerSearch | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -162,6 +169,19 @@ class _Namespace:
         self.only: frozenset[str] | None = None
         self.events: list[KubeObject] = []
         self.full_reads = 0
+        # the claims of deleting pods past their grace period, with the nodes of those pods, and the
+        # Services of the NFS servers their volumes need (issue 37 §5)
+        self.claims: dict[str, set[str]] = {}
+        self.services: set[tuple[str, str]] = set()
+        self.csi_nodes: set[str] = set()
+        # the search for finalizers' controllers (`CollectOptions.owner_search`): the finalizers of watched
+        # objects not weighed yet (with their object's group), those weighed, whether it was started here,
+        # and the namespace's Roles and RoleBindings it read
+        self.owner_pending: list[tuple[str, str]] = []
+        self.owner_weighed: set[str] = set()
+        self.owner_search = False
+        self.roles: list[KubeObject] = []
+        self.role_bindings: list[KubeObject] = []
         # not being deleted: collected for a prediction of what its deletion will meet
         self.active = base.namespace_object is not None and deletion_time(base.namespace_object) is None
 
@@ -419,9 +439,8 @@ def trim_workload(obj: KubeObject, kind: str) -> KubeObject:
     """
     spec = obj.get("spec") or {}
     template = spec.get("template") or {}
-    containers = [
-        {k: c[k] for k in _CONTAINER_KEYS if k in c} for c in (template.get("spec") or {}).get("containers") or ()
-    ]
+    pod_spec = template.get("spec") or {}
+    containers = [{k: c[k] for k in _CONTAINER_KEYS if k in c} for c in pod_spec.get("containers") or ()]
     m = meta(obj)
     labels = m.get("labels")
     template_labels = (template.get("metadata") or {}).get("labels") or {}
@@ -431,14 +450,20 @@ def trim_workload(obj: KubeObject, kind: str) -> KubeObject:
     if isinstance(selector, dict) and "matchLabels" in selector and selector["matchLabels"] == template_labels:
         selector = {**selector, "matchLabels": template_labels}
     status = obj.get("status") or {}
+    template_spec: dict[str, Any] = {"containers": containers}
+    # who it runs as: RBAC's grants to that service account find a finalizer's controller (bot.diagnosis.owners)
+    account = pod_spec.get("serviceAccountName") or pod_spec.get("serviceAccount")
+    if account:
+        template_spec["serviceAccountName"] = account
     return {
         "apiVersion": "apps/v1",
         "kind": kind,
-        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "labels") if k in m},
+        # annotations: the ones `trim` kept (Helm's release)
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "labels", "annotations") if k in m},
         "spec": {
             "replicas": spec.get("replicas", 1),
             "selector": selector,
-            "template": {"metadata": {"labels": template_labels}, "spec": {"containers": containers}},
+            "template": {"metadata": {"labels": template_labels}, "spec": template_spec},
         },
         "status": _workload_status(status),
     }
@@ -469,6 +494,143 @@ def trim_crd(obj: KubeObject) -> KubeObject:
         "spec": spec,
         "status": {"conditions": (obj.get("status") or {}).get("conditions") or []},
     }
+
+
+# the sources of a PersistentVolume whose backend the rules follow (issue 37 §5), and what is kept of each:
+# where an NFS server is, which CSI driver serves a volume; of any other source only its name
+_VOLUME_SOURCE_KEYS = {"nfs": ("server", "path"), "csi": ("driver",)}
+
+
+def trim_volume(obj: KubeObject) -> KubeObject:
+    """A PersistentVolume reduced to what `bot.diagnosis.pod_volumes` reads: its identity and deletion, its
+    claim, its source (an NFS server and path, a CSI driver; any other source by name alone: no volume
+    handle, attributes or secret references) and its phase."""
+    m = meta(obj)
+    spec = obj.get("spec") or {}
+    kept: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key in _VOLUME_SOURCE_KEYS and isinstance(value, dict):
+            kept[key] = {k: value[k] for k in _VOLUME_SOURCE_KEYS[key] if k in value}
+        elif isinstance(value, dict) and key not in ("claimRef", "capacity", "nodeAffinity", "mountOptions"):
+            kept[key] = {}
+    claim = spec.get("claimRef")
+    if isinstance(claim, dict):
+        kept["claimRef"] = {k: claim[k] for k in ("namespace", "name", "uid") if k in claim}
+    if "storageClassName" in spec:
+        kept["storageClassName"] = spec["storageClassName"]
+    fields = ("name", "uid", "deletionTimestamp", "finalizers")
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {k: m[k] for k in fields if k in m},
+        "spec": kept,
+        "status": {k: v for k, v in (obj.get("status") or {}).items() if k == "phase"},
+    }
+
+
+def trim_csi_node(obj: KubeObject) -> KubeObject:
+    """A CSINode: its name and the names of the CSI drivers whose node plugin registered there."""
+    drivers = [
+        {"name": d["name"]} for d in (obj.get("spec") or {}).get("drivers") or () if isinstance(d, dict) and "name" in d
+    ]
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": meta(obj).get("name")},
+        "spec": {"drivers": drivers},
+    }
+
+
+# the verbs with which a controller removes a finalizer (`*` included); RBAC reads keep only such grants
+_UPDATE_VERBS = frozenset({"update", "patch", "*"})
+_AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+
+
+def trim_role(obj: KubeObject) -> KubeObject | None:
+    """A ClusterRole or Role reduced to its rules that let update or patch resources named explicitly in
+    groups named explicitly (no `*` in either, no resourceNames); None when it has none, or when it is
+    aggregated (`aggregationRule`: its rules are its sources') or one of the user-facing pieces aggregated
+    into admin, edit and view."""
+    m = meta(obj)
+    if obj.get("aggregationRule") or any(str(k).startswith(_AGGREGATE_TO) for k in m.get("labels") or {}):
+        return None
+    rules = []
+    for rule in obj.get("rules") or ():
+        if not isinstance(rule, dict) or rule.get("resourceNames"):
+            continue
+        groups = [str(g) for g in rule.get("apiGroups") or ()]
+        verbs = [str(v) for v in rule.get("verbs") or () if v in _UPDATE_VERBS]
+        resources = [str(r) for r in rule.get("resources") or () if "*" not in str(r)]
+        if verbs and groups and "*" not in groups and resources:
+            rules.append({"apiGroups": groups, "resources": resources, "verbs": verbs})
+    if not rules:
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": obj.get("kind"),
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid") if k in m},
+        "rules": rules,
+    }
+
+
+def trim_binding(obj: KubeObject) -> KubeObject | None:
+    """A ClusterRoleBinding or RoleBinding reduced to its role and its ServiceAccount subjects; None without any."""
+    m = meta(obj)
+    subjects = [
+        {"kind": "ServiceAccount", "name": s.get("name"), "namespace": s.get("namespace") or m.get("namespace")}
+        for s in obj.get("subjects") or ()
+        if isinstance(s, dict) and s.get("kind") == "ServiceAccount"
+    ]
+    ref = obj.get("roleRef") or {}
+    if not subjects or not isinstance(ref, dict):
+        return None
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": obj.get("kind"),
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid") if k in m},
+        "roleRef": {"kind": ref.get("kind"), "name": ref.get("name")},
+        "subjects": subjects,
+    }
+
+
+def trim_csv(obj: KubeObject) -> KubeObject | None:
+    """An OLM ClusterServiceVersion reduced to the CRDs it owns and the deployments it installs; None when it
+    owns none."""
+    spec = obj.get("spec") or {}
+    owned = [
+        {k: o[k] for k in ("name", "version", "kind") if k in o}
+        for o in (spec.get("customresourcedefinitions") or {}).get("owned") or ()
+        if isinstance(o, dict) and o.get("name")
+    ]
+    if not owned:
+        return None
+    install = spec.get("install") or {}
+    deployments = [
+        {"name": d.get("name")}
+        for d in (install.get("spec") or {}).get("deployments") or ()
+        if isinstance(d, dict) and d.get("name")
+    ]
+    m = meta(obj)
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": "ClusterServiceVersion",
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid") if k in m},
+        "spec": {
+            "customresourcedefinitions": {"owned": owned},
+            "install": {"strategy": install.get("strategy"), "spec": {"deployments": deployments}},
+        },
+        "status": {"phase": (obj.get("status") or {}).get("phase")},
+    }
+
+
+def _grants_on(role: KubeObject, types: set[tuple[str, str]]) -> bool:
+    """Whether a trimmed role names one of these (group, resource) types, or its finalizers."""
+    for rule in role.get("rules") or ():
+        for group in rule.get("apiGroups") or ():
+            for resource in rule.get("resources") or ():
+                if (group, str(resource).removesuffix("/finalizers")) in types:
+                    return True
+    return False
 
 
 def _refusal(cluster: ClusterName, host: str, error: CallError) -> ClusterUnreachableError:
@@ -805,6 +967,9 @@ class _Run:
         self.slices: list[KubeObject] = []
         self.endpoints: list[KubeObject] = []
         self.backend_pods: dict[str, KubeObject] = {}
+        # the Services followed for every namespace, and the Services each backend pod was listed for
+        self.shared_services: set[tuple[str, str]] = set()
+        self.pod_services: dict[str, set[tuple[str, str]]] = {}
         # a node is read once for every namespace with a deleting pod on it
         self.node_results: dict[str, KubeObject | CallError] = {}
         self.node_waiters: dict[str, list[_Namespace]] = {}
@@ -816,6 +981,22 @@ class _Run:
         self.server_version: dict[str, Any] | None = None
         self.leases: list[KubeObject] = []
         self.volume_attachments: list[KubeObject] = []
+        # issue 37 §5: the PersistentVolumes (listed once, when a deleting pod past its grace mounts a claim;
+        # None until answered) and the CSINodes of the nodes of such pods
+        self.volumes: list[KubeObject] | None = None
+        self.volumes_asked = False
+        self.csi_nodes: dict[str, KubeObject | None] = {}
+        self.csi_nodes_asked: set[str] = set()
+        # the namespaces each of those reads is for (a read late at the deadline is a gap in them alone)
+        self.volume_scope: list[_Namespace] = []
+        self.csi_scope: dict[str, list[_Namespace]] = {}
+        # the search for finalizers' controllers: the workload lists not answered yet (a finalizer is weighed
+        # against the workloads), the namespaces that started it, what its cluster-wide reads gave
+        self.workload_lists_left = len(_WORKLOADS)
+        self.owner_namespaces: list[_Namespace] = []
+        self.cluster_roles: list[KubeObject] = []
+        self.cluster_role_bindings: list[KubeObject] = []
+        self.csvs: list[KubeObject] = []
 
     def add_namespaces(self, bases: Sequence[NamespaceSnapshot]) -> None:
         """The namespaces collected (before `collect`, and before any answer is handed over by the loop)."""
@@ -882,7 +1063,7 @@ class _Run:
         for path, kind in _WORKLOADS:
             what = f"list {kind.lower()}s (cluster-wide workloads)"
             call = partial(self.c._list, loop, path, kind=f"{kind}List")
-            loop.add(what, call, self._on_workloads(kind), self.gap(what))
+            loop.add(what, call, self._on_workloads(kind), self._workloads_failed(what))
         loop.add("get /version", lambda: self.c._get(loop, "/version"), self._on_version, self.gap("get /version"))
         loop.add(
             "list leases (cluster-wide)",
@@ -923,10 +1104,6 @@ class _Run:
             "group_versions": tuple(sorted(self.group_versions.values(), key=lambda g: g.group_version)),
             "resource_types": tuple(sorted(self.resource_types, key=lambda t: t.key)),
             "apiservices": tuple(self.apiservices),
-            "services": tuple(self.services[k] for k in sorted(self.services)),
-            "endpoint_slices": tuple(sorted(self.slices, key=_namespaced_name)),
-            "endpoints": tuple(sorted(self.endpoints, key=_namespaced_name)),
-            "backend_pods": tuple(self.backend_pods[k] for k in sorted(self.backend_pods)),
             "webhook_configurations": tuple(o for _, kind in _WEBHOOKS for o in self.webhooks.get(kind, ())),
             "admission_policies": tuple(o for _, kind in _POLICIES for o in self.policies.get(kind, ())),
             "crds": tuple(self.crds),
@@ -941,7 +1118,11 @@ class _Run:
                 nodes=dict(sorted(ns.nodes.items())),
                 events=tuple(_kept_events(ns)),
                 volume_attachments=tuple(self._attachments_of(ns)),
+                persistent_volumes=tuple(self._volumes_of(ns)),
+                csi_nodes={n: self.csi_nodes[n] for n in sorted(self.csi_nodes) if n in ns.csi_nodes},
+                **self._services_of(ns),
                 gaps=tuple(sorted(ns.gaps, key=lambda g: (g.what, g.reason, g.detail))),
+                **self._owners_of(ns),
                 **shared,
             )
             for ns in self.namespaces
@@ -1134,6 +1315,7 @@ class _Run:
     def _on_contents(self, ns: _Namespace, rtype: ResourceType, items: list[KubeObject]) -> None:
         if items:
             ns.contents[rtype.key] = tuple(items)
+            self._note_finalizers(ns, rtype, items)
         if rtype.key not in FULL_CONTENTS and not is_value_resource(rtype.group, rtype.resource):
             for index, item in enumerate(items):
                 if ns.watched(item) and ns.full_reads < FULL_READS:
@@ -1145,6 +1327,8 @@ class _Run:
                 if node and ns.wants_node(pod) and node not in ns.requested_nodes:
                     ns.requested_nodes.add(node)
                     self._want_node(ns, str(node))
+                if node:
+                    self._want_volumes(ns, pod, str(node))
 
     def _read_whole(self, ns: _Namespace, rtype: ResourceType, index: int, name: str) -> None:
         """Read a watched object whole (its status, conditions and managers), in place of its metadata."""
@@ -1198,6 +1382,124 @@ class _Run:
             ns.nodes[node] = None
         else:
             ns.gaps.append(Gap(what=f"get node {node}", reason=_reason(result), detail=result.message))
+
+    # -- the volumes of pods their kubelet has not finished (issue 37 §5) -------------------------
+
+    def _want_volumes(self, ns: _Namespace, pod: KubeObject, node: str) -> None:
+        """For a deleting pod past its grace period in a terminating namespace: what its volumes need to be
+        torn down (an NFS server's Service and pods, the CSI driver's node plugin on its node, the
+        PersistentVolumes behind its claims). Read for those pods only, in parallel with the rest."""
+        deleted = deletion_time(pod)
+        if ns.active or deleted is None or deleted > ns.base.observed_at:
+            return
+        claims: list[str] = []
+        for volume in (pod.get("spec") or {}).get("volumes") or ():
+            if not isinstance(volume, dict):
+                continue
+            nfs, csi = volume.get("nfs"), volume.get("csi")
+            if isinstance(nfs, dict):
+                self._follow_nfs(str(nfs.get("server") or ""), [ns])
+            if isinstance(csi, dict):
+                self._want_csi_node(node, [ns])
+            claim = volume.get("persistentVolumeClaim")
+            if isinstance(claim, dict) and claim.get("claimName"):
+                claims.append(str(claim["claimName"]))
+            elif isinstance(volume.get("ephemeral"), dict):
+                claims.append(f"{meta(pod).get('name')}-{volume.get('name')}")
+        if not claims:
+            return
+        for claim_name in claims:
+            ns.claims.setdefault(claim_name, set()).add(node)
+        if ns not in self.volume_scope:
+            self.volume_scope.append(ns)
+        if self.volumes is not None:
+            for pv in self.volumes:
+                self._follow_volume(pv)
+        elif not self.volumes_asked:
+            self.volumes_asked = True
+            self.loop.add(
+                "list persistentvolumes",
+                partial(self.c._list, self.loop, "/api/v1/persistentvolumes", kind="PersistentVolumeList"),
+                self._on_volumes,
+                self._volumes_failed,
+                self.volume_scope,
+            )
+
+    def _claimed_by(self, pv: KubeObject) -> tuple[list[_Namespace], set[str]]:
+        """The namespaces collected whose deleting pods mount the claim bound to `pv`, and those pods' nodes."""
+        claim = (pv.get("spec") or {}).get("claimRef") or {}
+        name = str(claim.get("name"))
+        wanting = [ns for ns in self.namespaces if claim.get("namespace") == ns.name and name in ns.claims]
+        return wanting, {node for ns in wanting for node in ns.claims[name]}
+
+    def _volumes_failed(self, error: CallError) -> None:
+        """A gap in the namespaces whose deleting pods mount a claim (a server without the API: none)."""
+        if error.status == 404:
+            return
+        for ns in self.namespaces:
+            if ns.claims:
+                ns.gaps.append(Gap(what="list persistentvolumes", reason=_reason(error), detail=error.message))
+
+    def _on_volumes(self, items: list[KubeObject]) -> None:
+        self.volumes = [trim_volume(pv) for pv in items]
+        for pv in self.volumes:
+            self._follow_volume(pv)
+
+    def _follow_volume(self, pv: KubeObject) -> None:
+        wanting, nodes = self._claimed_by(pv)
+        if not nodes:
+            return
+        spec = pv.get("spec") or {}
+        if isinstance(spec.get("nfs"), dict):
+            self._follow_nfs(str(spec["nfs"].get("server") or ""), wanting)
+        if isinstance(spec.get("csi"), dict):
+            for node in sorted(nodes):
+                self._want_csi_node(node, [ns for ns in wanting if any(node in n for n in ns.claims.values())])
+
+    def _follow_nfs(self, server: str, wanting: Sequence[_Namespace]) -> None:
+        service = service_of_address(server)
+        if service is not None:
+            self._follow_service(*service, for_namespaces=wanting)
+
+    def _want_csi_node(self, node: str, wanting: Sequence[_Namespace]) -> None:
+        scope = self.csi_scope.setdefault(node, [])
+        for ns in wanting:
+            ns.csi_nodes.add(node)
+            if ns not in scope:
+                scope.append(ns)
+        if node in self.csi_nodes_asked:
+            return
+        self.csi_nodes_asked.add(node)
+
+        def answered(obj: Any) -> None:
+            self.csi_nodes[node] = trim_csi_node(obj)
+
+        def failed(error: CallError) -> None:
+            if error.status == 404:
+                self.csi_nodes[node] = None  # no CSI node plugin ever registered on it
+                return
+            for ns in self.namespaces:
+                if node in ns.csi_nodes:
+                    ns.gaps.append(Gap(what=f"get csinode {node}", reason=_reason(error), detail=error.message))
+
+        self.loop.add(
+            f"get csinode {node}",
+            partial(self.c._get, self.loop, f"/apis/storage.k8s.io/v1/csinodes/{quote(node)}", kind="CSINode"),
+            answered,
+            failed,
+            scope,
+        )
+
+    def _volumes_of(self, ns: _Namespace) -> list[KubeObject]:
+        return sorted(
+            (
+                pv
+                for pv in self.volumes or ()
+                if ((pv.get("spec") or {}).get("claimRef") or {}).get("namespace") == ns.name
+                and str(((pv.get("spec") or {}).get("claimRef") or {}).get("name")) in ns.claims
+            ),
+            key=_namespaced_name,
+        )
 
     # -- cluster-wide context --------------------------------------------------------------------
 
@@ -1279,12 +1581,179 @@ class _Run:
     def _on_workloads(self, kind: str) -> Callable[[list[KubeObject]], None]:
         def handle(items: list[KubeObject]) -> None:
             self.workloads.setdefault(kind, []).extend(trim_workload(i, kind) for i in items)
+            self._workload_list_done()
 
         return handle
 
-    def _follow_service(self, namespace: str, name: str) -> None:
-        """Service -> EndpointSlices (or Endpoints) and the pods its selector picks."""
+    def _on_service_pods(self, key: tuple[str, str], pods: list[KubeObject]) -> None:
+        for pod in pods:
+            pod_key = f"{key[0]}/{meta(pod).get('name')}"
+            self.backend_pods[pod_key] = pod
+            self.pod_services.setdefault(pod_key, set()).add(key)
+
+    def _service_gap(self, key: tuple[str, str], what: str) -> Callable[[CallError], None]:
+        """A failed read of a Service's chain: a gap in every namespace whose snapshot holds that Service."""
+
+        def record(error: CallError) -> None:
+            for ns in self.namespaces:
+                if key in self.shared_services or key in ns.services:
+                    ns.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+        return record
+
+    def _services_of(self, ns: _Namespace) -> dict[str, Any]:
+        """The Services (with their EndpointSlices, Endpoints and pods) a namespace's snapshot holds."""
+        keys = self.shared_services | ns.services
+        return {
+            "services": tuple(self.services[k] for k in sorted(self.services) if k in keys),
+            "endpoint_slices": tuple(
+                sorted(
+                    (
+                        s
+                        for s in self.slices
+                        if (str(meta(s).get("namespace", "")), labels_of(s).get("kubernetes.io/service-name", ""))
+                        in keys
+                    ),
+                    key=_namespaced_name,
+                )
+            ),
+            "endpoints": tuple(
+                sorted((e for e in self.endpoints if _namespaced_name(e) in keys), key=_namespaced_name)
+            ),
+            "backend_pods": tuple(
+                self.backend_pods[k] for k in sorted(self.backend_pods) if self.pod_services.get(k, set()) & keys
+            ),
+        }
+
+    def _workloads_failed(self, what: str) -> Callable[[CallError], None]:
+        record = self.gap(what)
+
+        def failed(error: CallError) -> None:
+            record(error)
+            self._workload_list_done()
+
+        return failed
+
+    def _workload_list_done(self) -> None:
+        self.workload_lists_left -= 1
+        if not self.workload_lists_left:
+            for ns in self.namespaces:
+                self._weigh_owners(ns)
+
+    # -- finding finalizers' controllers in the cluster (bot.diagnosis.owners) ---------------------
+
+    def _note_finalizers(self, ns: _Namespace, rtype: ResourceType, items: list[KubeObject]) -> None:
+        """The finalizers of watched objects, to weigh whether their controllers are searched for."""
+        if self.c.options.owner_search is None or ns.owner_search:
+            return
+        for item in items:
+            if not ns.watched(item):
+                continue
+            for finalizer in finalizers_of(item):
+                if finalizer not in ns.owner_weighed:
+                    ns.owner_weighed.add(finalizer)
+                    ns.owner_pending.append((finalizer, rtype.group))
+        self._weigh_owners(ns)
+
+    def _weigh_owners(self, ns: _Namespace) -> None:
+        """Once the workloads are known, start the search if a pending finalizer asks for it."""
+        search = self.c.options.owner_search
+        if search is None or ns.owner_search or self.workload_lists_left or not ns.owner_pending:
+            return
+        workloads = tuple(o for _, kind in _WORKLOADS for o in self.workloads.get(kind, ()))
+        pending, ns.owner_pending = ns.owner_pending, []
+        if any(search(finalizer, group, workloads) for finalizer, group in pending):
+            self._search_owners(ns)
+
+    def _search_owners(self, ns: _Namespace) -> None:
+        """RBAC (ClusterRoles and their bindings once, the namespace's Roles and RoleBindings) and OLM's
+        ClusterServiceVersions, for a namespace with a finalizer whose controller nothing else finds. A failed
+        read is a gap of the namespaces that searched (an older server without OLM: nothing to see)."""
+        ns.owner_search = True
+        ns.owner_pending = []
+        loop = self.loop
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        first = not self.owner_namespaces
+        self.owner_namespaces.append(ns)
+        scope = self.owner_namespaces  # the late calls are gaps of every namespace that searched
+
+        def gap(what: str, *, optional: bool = False) -> Callable[[CallError], None]:
+            def record(error: CallError) -> None:
+                if optional and error.status == 404:
+                    return
+                for searching in scope:
+                    searching.gaps.append(Gap(what=what, reason=_reason(error), detail=error.message))
+
+            return record
+
+        def kept(into: list[KubeObject], trimmer: Callable[[KubeObject], KubeObject | None]) -> Callable[..., None]:
+            return lambda items: into.extend(t for i in items if (t := trimmer(i)) is not None)
+
+        if first:
+            for resource, kind, into, trimmer in (
+                ("clusterroles", "ClusterRoleList", self.cluster_roles, trim_role),
+                ("clusterrolebindings", "ClusterRoleBindingList", self.cluster_role_bindings, trim_binding),
+            ):
+                what = f"list {resource} (controller discovery)"
+                call = partial(self.c._list, loop, f"{rbac}/{resource}", kind=kind)
+                loop.add(what, call, kept(into, trimmer), gap(what), scope)
+            what = "list clusterserviceversions (controller discovery)"
+            call = partial(
+                self.c._list,
+                loop,
+                "/apis/operators.coreos.com/v1alpha1/clusterserviceversions",
+                {"labelSelector": "!olm.copiedFrom"},  # not the copies OLM makes in every namespace
+                kind="ClusterServiceVersionList",
+            )
+            loop.add(what, call, kept(self.csvs, trim_csv), gap(what, optional=True), scope)
+        for resource, kind, into, trimmer in (
+            ("roles", "RoleList", ns.roles, trim_role),
+            ("rolebindings", "RoleBindingList", ns.role_bindings, trim_binding),
+        ):
+            what = f"list {resource} in {ns.name} (controller discovery)"
+            call = partial(self.c._list, loop, f"{rbac}/namespaces/{quote(ns.name)}/{resource}", kind=kind)
+            loop.add(what, call, kept(into, trimmer), gap(what), (ns,))
+
+    def _owners_of(self, ns: _Namespace) -> dict[str, Any]:
+        """What the search read, for a namespace that searched: the roles that grant on the types of its watched
+        objects, their bindings, and the ClusterServiceVersions that own those types' CRDs."""
+        if not ns.owner_search:
+            return {}
+        keys = {t.key: t for t in self.resource_types}
+        types = {
+            (rtype.group, rtype.resource)
+            for key, items in ns.contents.items()
+            if (rtype := keys.get(key)) is not None and any(ns.watched(o) for o in items)
+        }
+        roles = [r for r in (*self.cluster_roles, *ns.roles) if _grants_on(r, types)]
+        granted = {(str(r.get("kind")), str(meta(r).get("namespace") or ""), str(meta(r).get("name"))) for r in roles}
+        bindings = []
+        for binding in (*self.cluster_role_bindings, *ns.role_bindings):
+            ref = binding.get("roleRef") or {}
+            where = str(meta(binding).get("namespace") or "") if ref.get("kind") == "Role" else ""
+            if (str(ref.get("kind")), where, str(ref.get("name"))) in granted:
+                bindings.append(binding)
+        crds = {f"{resource}.{group}" for group, resource in types}
+        csvs = [
+            c for c in self.csvs if any(o.get("name") in crds for o in c["spec"]["customresourcedefinitions"]["owned"])
+        ]
+        return {
+            "roles": tuple(sorted(roles, key=lambda r: (str(r.get("kind")), *_namespaced_name(r)))),
+            "role_bindings": tuple(sorted(bindings, key=lambda b: (str(b.get("kind")), *_namespaced_name(b)))),
+            "cluster_service_versions": tuple(sorted(csvs, key=_namespaced_name)),
+            "owner_reads": ("olm", "rbac"),
+        }
+
+    def _follow_service(self, namespace: str, name: str, *, for_namespaces: Sequence[_Namespace] | None = None) -> None:
+        """Service -> EndpointSlices (or Endpoints) and the pods its selector picks. For every namespace
+        collected (behind an APIService, a webhook, a conversion), or, `for_namespaces`, for those alone
+        (an NFS server their pods' volumes need): the others' snapshots do not hold it, nor its gaps."""
         key = (namespace, name)
+        if for_namespaces is None:
+            self.shared_services.add(key)
+        else:
+            for wanting in for_namespaces:
+                wanting.services.add(key)
         if not namespace or not name or key in self.requested_services:
             return
         self.requested_services.add(key)
@@ -1304,13 +1773,13 @@ class _Run:
                     lambda: self.c._list(
                         loop, f"/api/v1/namespaces/{ns}/pods", {"labelSelector": label_selector}, kind="PodList"
                     ),
-                    lambda pods: self.backend_pods.update({f"{namespace}/{meta(p).get('name')}": p for p in pods}),
-                    self.gap(f"list pods of service {namespace}/{name}"),
+                    partial(self._on_service_pods, key),
+                    self._service_gap(key, f"list pods of service {namespace}/{name}"),
                 )
 
         def optional(what: str) -> Callable[[CallError], None]:
             # a missing object or API (old clusters have no EndpointSlices) is evidence, not a gap
-            return lambda e: None if e.status == 404 else self.gap(what)(e)
+            return lambda e: None if e.status == 404 else self._service_gap(key, what)(e)
 
         loop.add(
             f"get service {namespace}/{name}",

@@ -56,6 +56,17 @@ READS: dict[str, tuple[Rule, ...]] = {
     "custom resource definitions": (Rule(("apiextensions.k8s.io",), ("customresourcedefinitions",), ("list",)),),
     # which controller (if any) still runs for a finalizer or a webhook
     "controllers": (Rule(("apps",), ("deployments", "statefulsets", "daemonsets"), ("list",)),),
+    # who runs a finalizer's controller that neither the finalizer catalogue nor its name finds
+    # (bot.diagnosis.owners): the roles that let a service account update the resource, with their bindings,
+    # and OLM's ClusterServiceVersions (the CRDs each owns, the deployments it installs)
+    "controller discovery": (
+        Rule(
+            ("rbac.authorization.k8s.io",),
+            ("clusterroles", "clusterrolebindings", "roles", "rolebindings"),
+            ("list",),
+        ),
+        Rule(("operators.coreos.com",), ("clusterserviceversions",), ("list",)),
+    ),
     # the Service behind an APIService or a webhook, its endpoints and its pods
     "backends": (
         Rule(("",), ("services", "endpoints"), ("get",)),

@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass
 
 from bot.diagnosis.engine import diagnose
+from bot.diagnosis.owners import needs_search
 from bot.domain.findings import Diagnosis, Remedy
 from bot.domain.refs import KubeObject
 from bot.domain.snapshot import NamespaceSnapshot
@@ -53,7 +54,12 @@ class CauseChecked:
 def check_cause(check: CauseCheck, transport: Transport) -> CauseChecked:
     """Collect the namespace again through `transport`, diagnose it, and say whether the remedy still
     rests on its cause. Raises ClusterUnreachableError as a collection does."""
-    options = CollectOptions(workers=RECHECK_THREADS, deadline=check.deadline, call_timeout=check.call_timeout)
+    options = CollectOptions(
+        workers=RECHECK_THREADS,
+        deadline=check.deadline,
+        call_timeout=check.call_timeout,
+        owner_search=needs_search,  # the controllers found as the diagnosis finds them
+    )
     now = Collector(transport, cluster=check.target.name, options=options).collect(check.namespace)
     fresh = diagnose(now)
     reasons = planning.cause_reasons(check.remedy, list(check.present), now, fresh, then=_then(check))

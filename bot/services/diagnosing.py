@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.engine import diagnose
 from bot.diagnosis.log_targets import log_targets
+from bot.diagnosis.owners import needs_search
 from bot.diagnosis.progress import observe
 from bot.domain.findings import Diagnosis, Summary
 from bot.domain.refs import ClusterName
@@ -160,6 +161,12 @@ class _Renew(Exception):
     pass
 
 
+def searching(options: CollectOptions) -> CollectOptions:
+    """The options, with finalizers' controllers searched for in the cluster where the catalogue and their
+    name find none (`bot.diagnosis.owners`)."""
+    return options if options.owner_search is not None else replace(options, owner_search=needs_search)
+
+
 def _collect(  # noqa: PLR0917 (diagnose_namespace's arguments, passed on as they are)
     target: ClusterTarget,
     namespace: str,
@@ -169,6 +176,7 @@ def _collect(  # noqa: PLR0917 (diagnose_namespace's arguments, passed on as the
     started: float,
     earlier: Earlier | None,
 ) -> NamespaceSnapshot:
+    options = searching(options)
     with _connection(target, options, connections) as connection:
         transport = Transport(connection, call_timeout=options.call_timeout, max_answer=options.max_answer)
         try:

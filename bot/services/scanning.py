@@ -26,7 +26,7 @@ from bot.kube.collecting import CollectOptions, Collector, list_namespaces
 from bot.kube.connecting import ClusterTarget, connect
 from bot.kube.observing import CallObserver
 from bot.kube.transport import Transport
-from bot.services.diagnosing import DiagnosisResult
+from bot.services.diagnosing import DiagnosisResult, searching
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,9 @@ def _diagnose_all(
 ) -> tuple[StuckNamespace, ...]:
     started = time.monotonic()
     # only terminating namespaces are asked for: one made again since the list is read alone, and skipped
-    collector = Collector(transport, cluster=cluster, options=replace(options, predict=False), clock=lambda: now)
+    collector = Collector(
+        transport, cluster=cluster, options=replace(searching(options), predict=False), clock=lambda: now
+    )
     outcomes = collector.collect_each([name for _, name, _ in old])
     collected_ms = int((time.monotonic() - started) * 1000)
     stuck: list[StuckNamespace] = []

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.domain.durations import human_seconds
-from bot.domain.findings import Diagnosis, Finding, NamespaceState, Remedy, Risk
+from bot.domain.findings import Diagnosis, Finding, FoundBy, NamespaceState, Remedy, Risk
 from bot.slack import ids
 from bot.slack.text import clip, code, escape, thread_url
 
@@ -191,7 +191,10 @@ def _finding_blocks(
     blocks = [_section(f"*{number}. {code(finding.cause.value)}* ({flag}): {escape(finding.summary)}")]
     if finding.controller is not None:
         state = finding.controller.state.value
-        blocks.append(_context(f"Controller: *{state}* ({CONTROLLER_STATES[state]})"))
+        found = finding.controller.found_by
+        # how it was found, where the cluster (not the catalogue or the finalizer's name) said it
+        how = f"; {found.said}" if found is not None and found not in (FoundBy.CATALOGUE, FoundBy.NAME) else ""
+        blocks.append(_context(f"Controller: *{state}* ({CONTROLLER_STATES[state]}{how})"))
     if finding.progress is not None:
         blocks.append(_context(f"Progress: *{escape(finding.progress.text)}*"))
     if finding.evidence:

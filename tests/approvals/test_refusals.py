@@ -121,7 +121,10 @@ def test_a_cluster_with_remediation_off_offers_no_buttons_and_refuses_forged_cli
             "/nsstuck", f"prod-eu {flow.namespace}", user=ALICE, channel=OPS_CHANNEL
         )
         assert delivery.status == 200
-        slack_emulator.wait_for(lambda: flow.query("SELECT id FROM diagnoses WHERE posted_at IS NOT NULL") or None)
+        # a hang guard, not a speed target (5 s was not enough beside the parallel run at load 40)
+        slack_emulator.wait_for(
+            lambda: flow.query("SELECT id FROM diagnoses WHERE posted_at IS NOT NULL") or None, timeout=30
+        )
         assert flow.buttons(flow.thread_ts()) == []
         run_id = flow.query("SELECT id FROM diagnoses")[0]["id"]
         payload = _click(

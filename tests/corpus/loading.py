@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from bot.domain.findings import Action, Cause, Diagnosis
+from bot.domain.findings import Action, Cause, ControllerState, Diagnosis
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 
 CASES = Path(__file__).resolve().parent / "cases"
@@ -33,7 +33,7 @@ NO_FORCE_FIRST = {
     Cause.WEBHOOK_BLOCKS_DELETE.value,
 }
 # causes that issue 37 adds to contract §2 and no rule produces yet: a case may expect one (it counts as a miss)
-PENDING_CAUSES = {"cleanup_failing", "pod_not_terminating"}
+PENDING_CAUSES = {"cleanup_failing"}
 _WEBHOOK_KINDS = {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
 _FIRST_KINDS = ["CustomResourceDefinition", "Node", "APIService", "Namespace"]
 _DROPPED_META = ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "uid", "creationTimestamp")
@@ -300,6 +300,10 @@ class Score:
     force_first: bool  # force-finalize ranked first
     force_forbidden: bool  # ... where it must not be (APIService/webhook cause, or incomplete evidence)
     first_remedy: str
+    # issue 37: the finalizer's removal first where its controller runs; force-finalize offered at all
+    # (at any rank) on incomplete evidence
+    remove_first_while_alive: bool = False
+    force_on_incomplete: bool = False
 
     @property
     def ok(self) -> bool:
@@ -322,6 +326,13 @@ def score(case: Case, diagnosis: Diagnosis) -> Score:
     )
     first = diagnosis.first_remedy
     force_first = first is not None and first.action == Action.FORCE_FINALIZE_NAMESPACE
+    with_remedy = next((f for f in diagnosis.findings if f.remedies), None)
+    alive = (
+        with_remedy is not None
+        and with_remedy.controller is not None
+        and (with_remedy.controller.state is ControllerState.ALIVE)
+    )
+    offered = {r.action for f in diagnosis.findings for r in f.remedies}
     return Score(
         case=case.id,
         expected=case.cause,
@@ -332,4 +343,6 @@ def score(case: Case, diagnosis: Diagnosis) -> Score:
         force_first=force_first,
         force_forbidden=case.cause in NO_FORCE_FIRST or not diagnosis.complete,
         first_remedy=first.action.value if first else "none",
+        remove_first_while_alive=alive and first is not None and first.action == Action.REMOVE_FINALIZER,
+        force_on_incomplete=not diagnosis.complete and Action.FORCE_FINALIZE_NAMESPACE in offered,
     )

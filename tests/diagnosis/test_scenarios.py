@@ -138,6 +138,9 @@ def test_controller_state(case: tuple[Scenario, Diagnosis]) -> None:
     controller = judged[0].controller
     assert controller is not None
     assert controller.state.value == scenario.expected.controller, (controller, _summary(diagnosis))
+    if scenario.expected.found_by is not None:  # issue 37 §3: how the controller was found
+        assert controller.found_by is not None
+        assert controller.found_by.value == scenario.expected.found_by, (controller, _summary(diagnosis))
 
 
 def test_report_round_trips_through_json(case: tuple[Scenario, Diagnosis]) -> None:

@@ -14,6 +14,7 @@ import pytest
 from bot.diagnosis.controller_state import server_version
 from bot.diagnosis.engine import diagnose
 from bot.domain.findings import Action, Cause, Diagnosis, Finding, Gap, Risk
+from bot.domain.refs import ClusterName
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 
 NOW = datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
@@ -324,7 +325,7 @@ def test_no_progress_past_ten_minutes_asks_to_look_at_the_kubelet_before_a_force
         nodes={"node-1": _node("node-1")},
     )
     finding = _only(diagnosis, Cause.CONTENT_DELETING)
-    assert finding.summary.startswith("pod web-1: no progress seen; look at the kubelet on node node-1")
+    assert finding.summary.startswith("pod web-1: no progress for 15m; look at the kubelet on node node-1")
     assert [r.action for r in finding.remedies] == [Action.INVESTIGATE, Action.FORCE_DELETE_POD]
     assert finding.remedies[1].risk is Risk.MEDIUM  # no volume, no StatefulSet
     # within ten minutes, the same pod is only waited for
@@ -423,9 +424,196 @@ def test_a_finished_pod_still_uses_its_claim_until_it_is_deleted() -> None:
 
 
 def test_silent_pods_on_one_node_are_one_finding_naming_them_all() -> None:
-    pods = tuple(_pod(f"web-{i}", past_grace=timedelta(minutes=40)) for i in range(5))
+    pods = tuple(_pod(f"web-{i}", past_grace=timedelta(minutes=20)) for i in range(5))
     diagnosis = _diagnose(contents={"pods": pods}, nodes={"node-1": _node("node-1")})
     finding = _only(diagnosis, Cause.CONTENT_DELETING)
-    assert finding.summary.startswith("5 pods (web-0, web-1, web-2, ...): no progress seen; look at the kubelet")
+    assert finding.summary.startswith("5 pods (web-0, web-1, web-2, ...): no progress for 20m; look at the kubelet")
     assert [o.name for o in finding.objects] == [f"web-{i}" for i in range(5)]
     assert [r.action for r in finding.remedies] == [Action.INVESTIGATE] + [Action.FORCE_DELETE_POD] * 5
+
+
+# --- issue 37 §5: pods the kubelet cannot finish (pod_not_terminating) ------------------------------
+
+
+def _nfs_volume(claim: str, server: str) -> dict[str, Any]:
+    """A PersistentVolume as the collector keeps it (`trim_volume`): an NFS share bound to `claim` in ns."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"pv-{claim}"},
+        "spec": {"nfs": {"server": server, "path": "/export"}, "claimRef": {"namespace": "ns", "name": claim}},
+    }
+
+
+def _csi_volume(claim: str, driver: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"pv-{claim}"},
+        "spec": {"csi": {"driver": driver}, "claimRef": {"namespace": "ns", "name": claim}},
+    }
+
+
+def _csi_node(node: str, *drivers: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": node},
+        "spec": {"drivers": [{"name": d} for d in drivers]},
+    }
+
+
+def test_a_pod_standing_still_past_the_bound_on_a_ready_node_whose_nfs_server_is_gone_is_not_terminating() -> None:
+    pod = _pod("app-0", past_grace=timedelta(minutes=45), claim="shared", containers="stopped")
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = _at(timedelta(minutes=45))
+    diagnosis = _diagnose(
+        conditions=[CONTENT_FAILURE],
+        contents={"pods": (pod,)},
+        nodes={"node-1": _node("node-1")},
+        persistent_volumes=(_nfs_volume("shared", "nfs-server.ns.svc.cluster.local"),),
+    )
+    finding = _only(diagnosis, Cause.POD_NOT_TERMINATING)
+    assert diagnosis.cause is Cause.POD_NOT_TERMINATING
+    assert finding.blocking is True
+    assert finding.summary.startswith(
+        "the kubelet on Ready node node-1 has not finished pod app-0: no progress for 45m "
+        "(NFS server nfs-server.ns.svc.cluster.local is gone)"
+    )
+    assert [(o.kind, o.name) for o in finding.objects] == [("Pod", "app-0"), ("Node", "node-1")]
+    assert any(
+        "its Service nfs-server in ns (the namespace being deleted) no longer exists" in e for e in finding.evidence
+    )
+    assert any("their absence proves nothing" in e for e in finding.evidence)
+    assert [(r.action, r.risk) for r in finding.remedies] == [
+        (Action.RESTORE_BACKEND, Risk.NONE),  # the NFS server, named
+        (Action.RESTORE_BACKEND, Risk.LOW),  # the kubelet on node-1
+        (Action.FORCE_DELETE_POD, Risk.HIGH),  # it holds a volume
+        (Action.FORCE_FINALIZE_NAMESPACE, Risk.HIGH),  # the last resort, last
+    ]
+    assert finding.remedies[0].targets[0].name == "nfs-server"
+    assert "reboot" in finding.remedies[1].description
+    assert finding.remedies[1].commands[0] == "systemctl restart kubelet  # on node node-1"
+    # the controller's "unexpected items ... Resource=pods" is that pod: no second, generic deletion_error
+    assert not [f for f in diagnosis.findings if f.cause is Cause.DELETION_ERROR]
+
+
+def test_within_the_bound_the_same_pod_is_still_waited_on_saying_how_long_it_stood_still() -> None:
+    pod = _pod("app-0", past_grace=timedelta(minutes=20), claim="shared", containers="stopped")
+    pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = _at(timedelta(minutes=20))
+    diagnosis = _diagnose(
+        contents={"pods": (pod,)},
+        nodes={"node-1": _node("node-1")},
+        persistent_volumes=(_nfs_volume("shared", "nfs-server.ns.svc"),),
+    )
+    finding = _only(diagnosis, Cause.CONTENT_DELETING)
+    assert not any(f.blocking for f in diagnosis.findings)
+    assert finding.summary.startswith("pod app-0: no progress for 20m; look at the kubelet on node node-1")
+    assert any("NFS share of server nfs-server.ns.svc" in e for e in finding.evidence)
+    # a custom bound (the setting of issue 37 §1) moves the line
+    assert _causes_with_bound(pod, timedelta(minutes=15)) == [Cause.POD_NOT_TERMINATING]
+    assert _causes_with_bound(pod, timedelta(minutes=25)) == [Cause.CONTENT_DELETING]
+
+
+def _causes_with_bound(pod: dict[str, Any], bound: timedelta) -> list[Cause]:
+    """The causes the pod rules give with another bound (what the lead wires from issue 37 §1's setting)."""
+    from bot.diagnosis import pods as pod_rules
+    from bot.diagnosis.context import Context
+
+    snapshot = NamespaceSnapshot(
+        cluster=ClusterName("c"),
+        namespace="ns",
+        observed_at=NOW,
+        namespace_object=_namespace(timedelta(hours=1), [CONTENT_OK]),
+        resource_types=(PODS,),
+        contents={"pods": (pod,)},
+        nodes={"node-1": _node("node-1")},
+        server_version=V133,
+    )
+    return [f.cause for f in pod_rules.findings(Context(snapshot), bound=bound)]
+
+
+def test_a_csi_driver_without_a_node_plugin_on_the_pods_node_is_named() -> None:
+    diagnosis = _diagnose(
+        contents={"pods": (_pod("db-0", past_grace=timedelta(hours=2), claim="data"),)},
+        nodes={"node-1": _node("node-1")},
+        persistent_volumes=(_csi_volume("data", "ebs.csi.aws.com"),),
+        csi_nodes={"node-1": _csi_node("node-1", "efs.csi.aws.com")},
+    )
+    finding = _only(diagnosis, Cause.POD_NOT_TERMINATING)
+    assert "(CSI driver ebs.csi.aws.com has no node plugin on node node-1)" in finding.summary
+    assert any("CSINode node-1 lists efs.csi.aws.com, not ebs.csi.aws.com" in e for e in finding.evidence)
+    assert any("container(s) still running or not ready: app (running)" in e for e in finding.evidence)
+    assert finding.remedies[0].targets[0].kind == "CSIDriver"
+    # registered there, the driver is no broken backend: the kubelet's log is the place to look
+    registered = _diagnose(
+        contents={"pods": (_pod("db-0", past_grace=timedelta(hours=2), claim="data"),)},
+        nodes={"node-1": _node("node-1")},
+        persistent_volumes=(_csi_volume("data", "ebs.csi.aws.com"),),
+        csi_nodes={"node-1": _csi_node("node-1", "ebs.csi.aws.com")},
+    )
+    finding = _only(registered, Cause.POD_NOT_TERMINATING)
+    assert [r.action for r in finding.remedies][:2] == [Action.INVESTIGATE, Action.RESTORE_BACKEND]
+    # a node without a CSINode (404): no CSI node plugin ever registered there
+    none = _diagnose(
+        contents={"pods": (_pod("db-0", past_grace=timedelta(hours=2), claim="data"),)},
+        nodes={"node-1": _node("node-1")},
+        persistent_volumes=(_csi_volume("data", "ebs.csi.aws.com"),),
+        csi_nodes={"node-1": None},
+    )
+    assert any("node node-1 has no CSINode" in e for e in _only(none, Cause.POD_NOT_TERMINATING).evidence)
+    assert "nothing nsstuck can read says why" in finding.remedies[0].description
+
+
+def test_a_volume_attachment_detaching_for_longer_than_the_bound_is_no_progress() -> None:
+    attachment = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {"name": "csi-9f", "deletionTimestamp": _at(timedelta(minutes=50))},
+        "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "node-1", "source": {"persistentVolumeName": "pv-data"}},
+        "status": {"attached": True},
+    }
+    pods = (_pod("db-0", past_grace=timedelta(minutes=55), claim="data", containers="stopped"),)
+    pods[0]["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = _at(timedelta(minutes=55))
+    fields = {
+        "contents": {"pods": pods, "persistentvolumeclaims": (_claim("data", deleting=False),)},
+        "nodes": {"node-1": _node("node-1")},
+    }
+    stuck = _only(_diagnose(volume_attachments=(attachment,), **fields), Cause.POD_NOT_TERMINATING)
+    assert "VolumeAttachment csi-9f has been stuck detaching for 50m" in stuck.summary
+    assert stuck.remedies[0].targets[0].kind == "VolumeAttachment"
+    # a detach that began five minutes ago is progress
+    attachment["metadata"]["deletionTimestamp"] = _at(timedelta(minutes=5))
+    moving = _diagnose(volume_attachments=(attachment,), **fields)
+    assert moving.cause is Cause.CONTENT_DELETING
+    assert not any(f.blocking for f in moving.findings)
+
+
+def test_kubelet_errors_past_the_bound_are_quoted_in_pod_not_terminating_and_a_lost_node_stays_lost() -> None:
+    message = "error killing pod: rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+    diagnosis = _diagnose(
+        contents={"pods": (_pod("db-0", past_grace=timedelta(hours=3)),)},
+        nodes={"node-1": _node("node-1")},
+        events=(_event("db-0", "FailedKillPod", message, seen=timedelta(hours=2, minutes=50)),),
+    )
+    finding = _only(diagnosis, Cause.POD_NOT_TERMINATING)
+    assert any(e.endswith(message) for e in finding.evidence)
+    assert any("created before the namespace was deleted" in e for e in finding.evidence)
+    lost = _diagnose(
+        contents={"pods": (_pod("db-0", past_grace=timedelta(hours=3)),)},
+        nodes={"node-1": _node("node-1", ready=False)},
+    )
+    assert lost.cause is Cause.POD_ON_LOST_NODE
+    assert not any(f.cause is Cause.POD_NOT_TERMINATING for f in lost.findings)
+
+
+def test_a_pvc_whose_pod_is_not_terminating_blocks() -> None:
+    diagnosis = _diagnose(
+        contents={
+            "pods": (_pod("db-0", past_grace=timedelta(hours=1), claim="data"),),
+            "persistentvolumeclaims": (_claim("data"),),
+        },
+        nodes={"node-1": _node("node-1")},
+    )
+    pvc = _only(diagnosis, Cause.PVC_IN_USE)
+    assert any("the kubelet on node node-1 has not finished it, no progress for 1h" in e for e in pvc.evidence)
+    assert diagnosis.cause is Cause.POD_NOT_TERMINATING

@@ -121,7 +121,7 @@ def test_an_attached_volume_and_a_silent_kubelet_ask_for_a_look_before_a_high_ri
     assert row[2] == "Terminating"
     finding = case.diagnosis.findings[0]
     assert finding.cause is Cause.CONTENT_DELETING
-    assert finding.summary.startswith("pod postgres-0: no progress seen; look at the kubelet on node node-2")
+    assert finding.summary.startswith("pod postgres-0: no progress for 10m; look at the kubelet on node node-2")
     assert any(f"volume {volume} to be unmounted and detached (VolumeAttachment {name}" in e for e in finding.evidence)
     assert [r.action for r in finding.remedies] == [Action.INVESTIGATE, Action.FORCE_DELETE_POD]
     force = finding.remedies[1]

@@ -74,6 +74,8 @@ def _resolve(admin: KubeHTTP, ref: ObjectRef) -> list[dict[str, Any]]:
         "Application": "applications",
         "Gadget": "gadgets",
         "HelmChart": "helmcharts",
+        "Gizmo": "gizmos",
+        "Shipment": "shipments",
     }[ref.kind]
     root = "/api/v1" if ref.api_version == "v1" else f"/apis/{ref.api_version}"
     path = f"{root}/namespaces/{ref.namespace}/{plural}" if ref.namespace else f"{root}/{plural}"

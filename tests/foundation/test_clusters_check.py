@@ -156,6 +156,16 @@ def test_a_missing_permission_is_named_and_exits_1(rbac_cluster: tuple[Emulator,
     assert yaml.safe_load(as_yaml.stdout) == json.loads(done.stdout)
 
 
+def test_the_reads_that_find_a_controller_are_checked(rbac_cluster: tuple[Emulator, Path], tmp_path: Path) -> None:
+    """Issue 37 §3: the RBAC and OLM lists that find a finalizer's controller are part of the read role."""
+    emu, kubeconfig = rbac_cluster
+    grant(emu, "nsstuck-read", narrow_read_rules(emu, without=("operators.coreos.com", "clusterserviceversions")))
+    done = run_nsstuck("clusters", "check", "--config", str(config(tmp_path, kubeconfig)), "-o", "json")
+    assert done.returncode == 1, done.stdout
+    missing = [m["permission"] for m in json.loads(done.stdout)["clusters"][0]["missing"]]
+    assert missing == ["list clusterserviceversions.operators.coreos.com"]
+
+
 def test_the_remediation_role_is_checked_where_remediation_is_on(
     rbac_cluster: tuple[Emulator, Path], tmp_path: Path
 ) -> None:

@@ -94,10 +94,8 @@ class CommandListener:
         if isinstance(parsed, parsing.ListClusters):
             self._clusters(channel, ack, respond)
             return
+        # a cluster named here is one this channel may use: parsing answers any other as unknown (issue 36)
         if isinstance(parsed, parsing.History):
-            if parsed.cluster and not config.require_cluster(parsed.cluster).allows(channel):
-                ack(text=f"Cluster {code(parsed.cluster)} cannot be looked at from this channel.")
-                return
             # without a cluster: only those this channel may use (not those of other channels, nor
             # clusters no longer registered)
             within = None if parsed.cluster else config.clusters_in(channel)
@@ -108,9 +106,6 @@ class CommandListener:
             ack(text=message.text, blocks=list(message.blocks), unfurl_links=False, unfurl_media=False)
             return
         cluster = config.require_cluster(parsed.cluster)
-        if not cluster.allows(channel):
-            ack(text=f"Cluster {code(cluster.name)} cannot be diagnosed from this channel.")
-            return
         try:
             self.answering.submit(
                 cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond)

@@ -348,6 +348,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     # scheduling.k8s.io/v1
     _rt("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",)),
     # storage.k8s.io/v1
+    _rt("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
+    _rt("storage.k8s.io", "v1", "csinodes", "CSINode", False),
     _rt("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, short=("sc",), rdo=True),
     _rt("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, status=True),
     # the core Events, seen through events.k8s.io/v1 (events_v1.py converts)

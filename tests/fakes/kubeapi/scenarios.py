@@ -48,6 +48,7 @@ Cause = Literal[
     "namespace_finalizer",
     "webhook_blocks_delete",
     "pod_on_lost_node",
+    "pod_not_terminating",
     "pvc_in_use",
     "discovery_failure",
     "deletion_error",
@@ -176,6 +177,8 @@ class Expected:
     blocked: tuple[tuple[RemedyAction, str], ...] = ()
     # issue 22: the state of the controller of the first finding about a finalizer (None: not checked)
     controller: Literal["alive", "dead", "unknown"] | None = None
+    # issue 37 §3: how that controller was found (`controller.found_by`; None: not checked)
+    found_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -1493,6 +1496,209 @@ def _old_server_not_yet(emu: Any) -> None:
     run_for(emu, 120, step=30)
 
 
+# --------------------------------------------------------------------------------------------
+# Issue 37 §5: pods the kubelet of a Ready node cannot finish (pod_not_terminating). The pods hang in the
+# emulator's kubelet as on a node whose unmount cannot complete (``stuck-terminating: volumes``: the
+# containers stop at the end of the grace period, the volumes never come down); what their volumes need
+# is built the way it comes to be: an NFS server in the namespace being deleted, a CSI driver whose node
+# plugin left the node (its CSINode, as the kubelet's plugin registration writes it), a VolumeAttachment
+# whose detach never finished.
+
+
+def _nfs_share(emu: Any, ns: str, *, minutes: int) -> None:
+    """An NFS server (Deployment and Service) in ``ns``, a PersistentVolume on its share, and a client pod on
+    node-2 that mounts it; the namespace deleted and left ``minutes`` of the emulator's time. With
+    OrderedNamespaceDeletion the server's pod goes first (its kubelet finishes it), the client hangs."""
+    api = _start(emu)
+    api.namespace(ns)
+    api.deployment(
+        ns,
+        "nfs-server",
+        node="node-1",
+        image="registry.k8s.io/volume-nfs:0.8",
+        ports=[{"name": "nfs", "containerPort": 2049, "protocol": "TCP"}],
+        labels={"app": "nfs-server"},
+    )
+    api.service(ns, "nfs-server", selector={"app": "nfs-server"}, ports=[{"name": "nfs", "port": 2049}])
+    api.create(
+        "/api/v1/persistentvolumes",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{ns}-shared"},
+            "spec": {
+                "capacity": {"storage": "5Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "nfs": {"server": f"nfs-server.{ns}.svc.cluster.local", "path": "/exports"},
+                "claimRef": {"namespace": ns, "name": "shared"},
+            },
+        },
+    )
+    api.create(
+        f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "shared"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "resources": {"requests": {"storage": "5Gi"}},
+                "volumeName": f"{ns}-shared",
+                "storageClassName": "",
+            },
+        },
+    )
+    api.put_status(f"/api/v1/persistentvolumes/{ns}-shared", {"phase": "Bound"})
+    api.create(
+        f"/api/v1/namespaces/{ns}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "report-writer", "annotations": {STUCK_TERMINATING_ANNOTATION: "volumes"}},
+            "spec": {
+                "nodeName": "node-2",
+                "terminationGracePeriodSeconds": 30,
+                "containers": [
+                    {
+                        "name": "writer",
+                        "image": "busybox:1.37",
+                        "volumeMounts": [{"name": "shared", "mountPath": "/shared"}],
+                    }
+                ],
+                "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": "shared"}}],
+            },
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, minutes * 60, step=300)
+
+
+def _csi_node(api: Api, node: str, *drivers: str) -> None:
+    """The CSINode the kubelet writes as CSI node plugins register on ``node``."""
+    api.create(
+        "/apis/storage.k8s.io/v1/csinodes",
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": node},
+            "spec": {"drivers": [{"name": d, "nodeID": f"{node}-{d.split('.')[0]}"} for d in drivers]},
+        },
+    )
+
+
+def _csi_no_node_plugin(emu: Any) -> None:
+    api = _start(emu)
+    ns = "billing"
+    api.namespace(ns)
+    # the EBS CSI node plugin left node-2 (its DaemonSet was removed with the driver's release): only the
+    # EFS driver is registered there now
+    _csi_node(api, "node-2", "efs.csi.aws.com")
+    _csi_postgres(api, ns, node="node-2", stuck="volumes", attachment="attached")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 40 * 60, step=300)
+
+
+def _detach_stuck(emu: Any) -> None:
+    api = _start(emu)
+    ns = "invoices"
+    api.namespace(ns)
+    _csi_node(api, "node-2", CSI_DRIVER)
+    # the volume's detach began and never finished (the attacher cannot reach the cloud's API)
+    _csi_postgres(api, ns, node="node-2", stuck="volumes", attachment="detaching")
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 40 * 60, step=300)
+
+
+def _kubelet_scenarios() -> list[Scenario]:
+    v133 = MappingProxyType({"server_version": "1.33.1"})
+    return [
+        Scenario(
+            name="pod-nfs-server-gone",
+            title="a pod on a Ready node whose NFS server went first, forty minutes without progress",
+            description=(
+                "report-writer mounts an NFS share served from the same namespace; the namespace's deletion took "
+                "the server's pod first, the client's unmount hangs, and its kubelet never finishes it: "
+                "pod_not_terminating, restore the NFS server first."
+            ),
+            build=lambda emu: _nfs_share(emu, "reports", minutes=40),
+            options=v133,
+            expected=Expected(
+                namespace="reports",
+                state="terminating",
+                causes=("pod_not_terminating",),
+                blocking=(ObjectRef("Pod", "report-writer", "reports"),),
+                first_remedy="restore_backend",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("reports")),
+            ),
+        ),
+        Scenario(
+            name="pod-nfs-server-gone-within-bound",
+            title="the same pod a quarter of an hour after its grace period: not yet past the bound",
+            description=(
+                "As pod-nfs-server-gone, twenty minutes after the delete: the report says how long the pod has "
+                "stood still and that its NFS server is gone, asks to look at the kubelet, and does not call it "
+                "stuck yet."
+            ),
+            build=lambda emu: _nfs_share(emu, "reports", minutes=20),
+            options=v133,
+            expected=Expected(
+                namespace="reports",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="investigate",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("reports")),
+            ),
+        ),
+        Scenario(
+            name="pod-csi-no-node-plugin",
+            title="a StatefulSet pod on a CSI volume whose driver has no node plugin on the pod's Ready node",
+            description=(
+                "postgres-0's volume is served by ebs.csi.aws.com, whose node plugin is no longer registered on "
+                "node-2 (its CSINode lists only efs.csi.aws.com): the kubelet cannot unmount it; forty minutes "
+                "later, pod_not_terminating naming the driver and the node."
+            ),
+            build=_csi_no_node_plugin,
+            options=v133,
+            expected=Expected(
+                namespace="billing",
+                state="terminating",
+                causes=("pod_not_terminating",),
+                blocking=(ObjectRef("Pod", "postgres-0", "billing"),),
+                first_remedy="restore_backend",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("billing")),
+            ),
+        ),
+        Scenario(
+            name="pod-volume-detach-stuck",
+            title="a pod whose volume has been detaching for forty minutes",
+            description=(
+                "postgres-0's containers stopped; its VolumeAttachment was deleted forty minutes ago and is still "
+                "there (the attacher never finished): no longer progress, pod_not_terminating naming the "
+                "VolumeAttachment."
+            ),
+            build=_detach_stuck,
+            options=v133,
+            expected=Expected(
+                namespace="invoices",
+                state="terminating",
+                causes=("pod_not_terminating",),
+                blocking=(ObjectRef("Pod", "postgres-0", "invoices"),),
+                first_remedy="restore_backend",
+                acceptable_remedies=("force_delete_pod",),
+                conditions=conditions(content_failure=_unexpected_pods("invoices")),
+            ),
+        ),
+    ]
+
+
 def _stuck_or_slow_scenarios() -> list[Scenario]:
     v133 = MappingProxyType({"server_version": "1.33.1"})
     unordered = MappingProxyType({"server_version": "1.32.4", "ordered_namespace_deletion": False})
@@ -1538,8 +1744,8 @@ def _stuck_or_slow_scenarios() -> list[Scenario]:
             title="a StatefulSet pod twelve minutes past its grace period on a Ready node, and no sign of its kubelet",
             description=(
                 "postgres-0 (CSI volume still attached) stays Terminating on Ready node-2; no container stopped, no "
-                "Event (none can be created in a terminating namespace), no error: no progress seen, look at "
-                "the kubelet before any force-delete, which is high risk here."
+                "Event (none can be created in a terminating namespace), no error: no progress for ten minutes, look "
+                "at the kubelet before any force-delete, which is high risk here."
             ),
             build=_pod_no_progress,
             options=v133,
@@ -2227,6 +2433,320 @@ def _controller_scenarios() -> list[Scenario]:
     ]
 
 
+# Issue 37 §3: a finalizer in no catalogue, whose controller the finalizer's name does not find (no workload
+# carries a word of its domain), found from the cluster: RBAC, the CRD's Helm release, OLM.
+_GIZMO_REMAINING = "Some resources are remaining: gizmos.acme.dev has 1 resource instances"
+_GIZMO_FINALIZERS = "Some content in the namespace has finalizers remaining: acme.dev/teardown in 1 resource instances"
+_GIZMO = ObjectRef("Gizmo", "press-7", "assembly-line", "acme.dev/v1")
+_RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def _grant(api: Api, name: str, rules: list[JSON], *, sa_ns: str, sa: str) -> None:
+    """A ClusterRole with these rules, bound to a service account (as an operator's manifests install it)."""
+    api.create(
+        f"{_RBAC}/clusterroles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name},
+            "rules": rules,
+        },
+    )
+    api.create(
+        f"{_RBAC}/clusterrolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": sa_ns}],
+        },
+    )
+
+
+def _argocd_everywhere(api: Api) -> None:
+    """Argo CD's application controller, Ready, allowed everything (`*` groups, resources and verbs): a grant
+    that names no resource, which finding a controller through RBAC must ignore."""
+    api.namespace("argocd")
+    api.service_account("argocd", "argocd-application-controller")
+    _grant(
+        api,
+        "argocd-application-controller",
+        [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}],
+        sa_ns="argocd",
+        sa="argocd-application-controller",
+    )
+    api.deployment(
+        "argocd",
+        "argocd-application-controller",
+        node="node-1",
+        image="quay.io/argoproj/argocd:v2.13.1",
+        service_account="argocd-application-controller",
+    )
+
+
+def _gizmo_line(emu: Any, *, reconciler: bool) -> None:
+    """A Gizmo keeps acme.dev/teardown, a finalizer of no catalogue. Its controller, `reconciler` in
+    platform-ops (no word of acme.dev in its name, labels or image), runs as a service account a ClusterRole
+    lets update gizmos and gizmos/finalizers; Argo CD's wildcard grant is there too. Without `reconciler`,
+    only that wildcard grant is left."""
+    api = _start(emu)
+    _crd_with_status(api, "acme.dev", "gizmos", "Gizmo")
+    _argocd_everywhere(api)
+    if reconciler:
+        api.namespace("platform-ops")
+        api.service_account("platform-ops", "reconciler")
+        _grant(
+            api,
+            "gizmo-editor",
+            [
+                {
+                    "apiGroups": ["acme.dev"],
+                    "resources": ["gizmos", "gizmos/status", "gizmos/finalizers"],
+                    "verbs": ["get", "list", "watch", "update", "patch"],
+                },
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+            ],
+            sa_ns="platform-ops",
+            sa="reconciler",
+        )
+        api.deployment(
+            "platform-ops",
+            "reconciler",
+            node="node-1",
+            image="ghcr.io/platform-team/reconciler:1.4.2",
+            service_account="reconciler",
+        )
+    ns = "assembly-line"
+    api.namespace(ns)
+    api.custom(
+        "acme.dev",
+        "v1",
+        "gizmos",
+        ns,
+        {
+            "apiVersion": "acme.dev/v1",
+            "kind": "Gizmo",
+            "metadata": {"name": "press-7", "finalizers": ["acme.dev/teardown"]},
+            "spec": {"tonnage": 40},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+_SHIPMENT_REMAINING = "Some resources are remaining: shipments.fulfilment.example.net has 1 resource instances"
+_SHIPMENT_FINALIZERS = (
+    "Some content in the namespace has finalizers remaining: fulfilment.example.net/shipment-cleanup in 1 "
+    "resource instances"
+)
+_SHIPMENT = ObjectRef("Shipment", "order-1042", "checkout", "fulfilment.example.net/v1")
+
+
+def _shipment_release(emu: Any) -> None:
+    """Helm release `storefront` (in storefront-system) installed the Shipment CRD (its meta.helm.sh
+    annotations) and its controller, the Deployment order-manager (no word of the finalizer's domain in its
+    name or image), which carries the release's app.kubernetes.io/instance label and is scaled to zero."""
+    api = _start(emu)
+    release = {"meta.helm.sh/release-name": "storefront", "meta.helm.sh/release-namespace": "storefront-system"}
+    helm_labels = {"app.kubernetes.io/managed-by": "Helm", "app.kubernetes.io/instance": "storefront"}
+    api.create(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "shipments.fulfilment.example.net", "labels": helm_labels, "annotations": release},
+            "spec": {
+                "group": "fulfilment.example.net",
+                "names": {
+                    "plural": "shipments",
+                    "singular": "shipment",
+                    "kind": "Shipment",
+                    "listKind": "ShipmentList",
+                },
+                "scope": "Namespaced",
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            },
+        },
+    )
+    api.namespace("storefront-system")
+    api.deployment(
+        "storefront-system",
+        "order-manager",
+        node="node-1",
+        replicas=0,
+        image="ghcr.io/storefront/order-manager:3.2.0",
+        labels={**helm_labels, "app.kubernetes.io/name": "order-manager"},
+    )
+    ns = "checkout"
+    api.namespace(ns)
+    api.custom(
+        "fulfilment.example.net",
+        "v1",
+        "shipments",
+        ns,
+        {
+            "apiVersion": "fulfilment.example.net/v1",
+            "kind": "Shipment",
+            "metadata": {"name": "order-1042", "finalizers": ["fulfilment.example.net/shipment-cleanup"]},
+            "spec": {"carrier": "rail"},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+_RETENTION_REMAINING = "Some resources are remaining: retentions.archive.mycorp.io has 1 resource instances"
+_RETENTION_FINALIZERS = (
+    "Some content in the namespace has finalizers remaining: archive.mycorp.io/purge in 1 resource instances"
+)
+
+
+def _retention_operator(emu: Any) -> None:
+    """OLM installed the operator of Retentions: ClusterServiceVersion retention-operator.v1.3.0 in
+    `operators` owns the CRD and installs two Deployments; retention-controller-manager is Ready (no word of
+    archive.mycorp.io in its name or image), retention-webhook does not exist. A Ready workload is never dead."""
+    api = _start(emu)
+    api.crd("operators.coreos.com", "clusterserviceversions", "ClusterServiceVersion", version="v1alpha1")
+    _crd_with_status(api, "archive.mycorp.io", "retentions", "Retention")
+    api.namespace("operators")
+    api.custom(
+        "operators.coreos.com",
+        "v1alpha1",
+        "clusterserviceversions",
+        "operators",
+        {
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {"name": "retention-operator.v1.3.0"},
+            "spec": {
+                "displayName": "Retention Operator",
+                "version": "1.3.0",
+                "customresourcedefinitions": {
+                    "owned": [{"name": "retentions.archive.mycorp.io", "version": "v1", "kind": "Retention"}]
+                },
+                "install": {
+                    "strategy": "deployment",
+                    "spec": {"deployments": [{"name": "retention-controller-manager"}, {"name": "retention-webhook"}]},
+                },
+            },
+        },
+    )
+    api.deployment("operators", "retention-controller-manager", node="node-1", image="quay.io/retention/manager:1.3.0")
+    ns = "records"
+    api.namespace(ns)
+    api.custom(
+        "archive.mycorp.io",
+        "v1",
+        "retentions",
+        ns,
+        {
+            "apiVersion": "archive.mycorp.io/v1",
+            "kind": "Retention",
+            "metadata": {"name": "ledger-7y", "finalizers": ["archive.mycorp.io/purge"]},
+            "spec": {"years": 7},
+        },
+    )
+    run_for(emu, 30)
+    api.delete_namespace(ns)
+    run_for(emu, 60, step=30)
+
+
+def _owner_discovery_scenarios() -> list[Scenario]:
+    return [
+        Scenario(
+            name="controller-found-by-rbac",
+            title="a finalizer no catalogue knows: its Ready controller found through RBAC, Argo CD's wildcard ignored",
+            description=(
+                "acme.dev/teardown is in no catalogue and no workload carries a word of its domain; a ClusterRole "
+                "lets platform-ops/reconciler update gizmos and gizmos/finalizers, and Deployment reconciler "
+                "runs as it, Ready: alive, content still being deleted. Argo CD's `*` grant names nothing."
+            ),
+            build=functools.partial(_gizmo_line, reconciler=True),
+            expected=Expected(
+                namespace="assembly-line",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                acceptable_remedies=("investigate",),
+                conditions=conditions(remaining=_GIZMO_REMAINING, finalizers=_GIZMO_FINALIZERS),
+                controller="alive",
+                found_by="rbac",
+            ),
+        ),
+        Scenario(
+            name="controller-rbac-wildcard-only",
+            title="the same finalizer where only Argo CD's wildcard grant lets anyone update gizmos",
+            description=(
+                "No role names gizmos: Argo CD's `*` grant does not make it the controller, so the controller "
+                "is unknown (found by nothing but the finalizer's name), and finding it comes first."
+            ),
+            build=functools.partial(_gizmo_line, reconciler=False),
+            expected=Expected(
+                namespace="assembly-line",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(_GIZMO,),
+                first_remedy="fix_controller",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(remaining=_GIZMO_REMAINING, finalizers=_GIZMO_FINALIZERS),
+                controller="unknown",
+                found_by="name",
+            ),
+        ),
+        Scenario(
+            name="controller-found-by-helm",
+            title="the CRD's Helm release names its controller, scaled to zero",
+            description=(
+                "The Shipment CRD carries Helm release storefront-system/storefront; the release's Deployment "
+                "order-manager (its instance label) is scaled to zero: dead, and bringing it back comes first."
+            ),
+            build=_shipment_release,
+            expected=Expected(
+                namespace="checkout",
+                state="terminating",
+                causes=("orphaned_finalizer",),
+                blocking=(_SHIPMENT,),
+                first_remedy="fix_controller",
+                acceptable_remedies=("remove_finalizer",),
+                conditions=conditions(remaining=_SHIPMENT_REMAINING, finalizers=_SHIPMENT_FINALIZERS),
+                controller="dead",
+                found_by="helm",
+            ),
+        ),
+        Scenario(
+            name="controller-found-by-olm",
+            title="OLM's ClusterServiceVersion names the controller: one Deployment Ready, one missing",
+            description=(
+                "retention-operator.v1.3.0 owns the Retention CRD; of its two Deployments one is Ready and the "
+                "other does not exist. A Ready workload is never called dead: alive, content still being deleted."
+            ),
+            build=_retention_operator,
+            expected=Expected(
+                namespace="records",
+                state="terminating",
+                causes=("content_deleting",),
+                blocking=(),
+                first_remedy="wait",
+                acceptable_remedies=("investigate",),
+                conditions=conditions(remaining=_RETENTION_REMAINING, finalizers=_RETENTION_FINALIZERS),
+                controller="alive",
+                found_by="olm",
+            ),
+        ),
+    ]
+
+
 def _scenarios() -> list[Scenario]:
     return [
         Scenario(
@@ -2430,7 +2950,9 @@ def _scenarios() -> list[Scenario]:
         ),
         *_widget_scenarios(),
         *_stuck_or_slow_scenarios(),
+        *_kubelet_scenarios(),
         *_controller_scenarios(),
+        *_owner_discovery_scenarios(),
         Scenario(
             name="pod-on-notready-node",
             title="pods on a NotReady node keep their deletionTimestamp",
