@@ -61,6 +61,14 @@ def test_only_pods_are_listed_whole_in_a_terminating_namespace(cluster: Cluster)
         ("apis", METADATA_LIST),
         ("api", METADATA_LIST),
     }
+    # the Kiali operator being gone, the search for who else may run its finalizer (issue 37 §3) reads the
+    # namespace's Roles and RoleBindings whole: it needs their rules and subjects
+    for rbac in ("roles", "rolebindings"):
+        whole = [e for e in lists.get(rbac, []) if e.accept == "application/json"]
+        assert whole, f"{rbac}: the controller search's read"
+        lists[rbac] = [e for e in lists[rbac] if e not in whole]
+        if not lists[rbac]:
+            del lists[rbac]
     assert {(name, e.accept) for name, entries in lists.items() for e in entries} == {
         (name, METADATA_LIST) for name in lists
     }

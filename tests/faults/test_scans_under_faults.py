@@ -54,9 +54,13 @@ def test_the_stuck_namespace_is_reported_whatever_the_fault(cluster: Cluster, fa
     assert diagnosis.complete is True, [str(g) for g in diagnosis.gaps]
     assert Action.FORCE_FINALIZE_NAMESPACE in offered(diagnosis)
     # (besides the Events, and the object being deleted read whole)
+    # (and, the Kiali operator being gone, the search for who else may run its finalizer: the namespace's
+    # Roles and their bindings, issue 37 §3)
     asked = {line for line in cluster.emu.journal.lines() if f"/namespaces/{NAMESPACE}/" in line}
     assert asked == {
         f"GET /apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis",
         f"GET /apis/kiali.io/v1alpha1/namespaces/{NAMESPACE}/kialis/kiali",
         f"GET /apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events",
+        f"GET /apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/roles",
+        f"GET /apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings",
     }

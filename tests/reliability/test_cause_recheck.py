@@ -119,10 +119,12 @@ def test_a_finalizer_whose_controller_was_reinstalled_is_left_on(
 
         assert row["status"] == "stale", row["status_reason"]
         reason = str(row["status_reason"])
-        assert "its controller (kiali-operator) is running" in reason, reason
+        # the object was deleted days ago: a live controller that has not finished is no longer taken to be
+        # at work (issue 37 §1), but its finalizer is not removed under it either
+        assert "a live controller (kiali-operator) has not finished" in reason, reason
         assert reason.endswith("kiali.io/finalizer was left on kialis.kiali.io/kiali"), reason
         assert api.http.get(KIALI)["metadata"]["finalizers"] == ["kiali.io/finalizer"]
-        assert _stale_entry(flow, request_id)["recheck"]["cause"] == "content_deleting"
+        assert _stale_entry(flow, request_id)["recheck"]["cause"] == "unknown"
 
 
 @pytest.mark.slow
