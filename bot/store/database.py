@@ -60,6 +60,12 @@ def url_username(url: str, variable: str = "NSSTUCK_DATABASE_URL") -> str | None
     return _parse(url, variable).username or None
 
 
+def first_line(error: SQLAlchemyError) -> str:
+    """The first line of a database error, in the driver's words where it gave some (for one-line messages)."""
+    reason = str(getattr(error, "orig", None) or error)
+    return reason.strip().splitlines()[0] if reason.strip() else error.__class__.__name__
+
+
 def redact_url(url: str) -> str:
     """The URL with its password (and any query parameter that holds one) hidden, for messages and logs."""
     try:

@@ -19,7 +19,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from bot.errors import ConfigError, PermanentError
-from bot.store.database import make_engine, redact_url, url_backend, url_username
+from bot.store.database import first_line, make_engine, redact_url, url_backend, url_username
 
 RUNTIME_URL = "NSSTUCK_DATABASE_URL"
 MIGRATION_URL = "NSSTUCK_MIGRATION_DATABASE_URL"
@@ -135,9 +135,9 @@ def _run(action: str, url: str, revision: str, variable: str, runtime_role: str 
         else:
             command.downgrade(config, revision)
     except OperationalError as e:
-        raise PermanentError(f"cannot reach the database {redact_url(url)}: {_first_line(e)}") from None
+        raise PermanentError(f"cannot reach the database {redact_url(url)}: {first_line(e)}") from None
     except SQLAlchemyError as e:
-        raise PermanentError(f"migration failed on {redact_url(url)}: {_first_line(e)}") from None
+        raise PermanentError(f"migration failed on {redact_url(url)}: {first_line(e)}") from None
 
 
 def upgrade(url: str, revision: str = "head", *, variable: str = RUNTIME_URL, runtime_role: str | None = None) -> None:
@@ -162,11 +162,6 @@ def current_revision(url: str, *, variable: str = RUNTIME_URL) -> str | None:
         with engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
     except OperationalError as e:
-        raise PermanentError(f"cannot reach the database {redact_url(url)}: {_first_line(e)}") from None
+        raise PermanentError(f"cannot reach the database {redact_url(url)}: {first_line(e)}") from None
     finally:
         engine.dispose()
-
-
-def _first_line(error: SQLAlchemyError) -> str:
-    text = str(getattr(error, "orig", None) or error)
-    return text.strip().splitlines()[0] if text.strip() else error.__class__.__name__

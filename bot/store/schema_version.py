@@ -10,10 +10,10 @@ fails when a migration is added and it is not moved with it, and compares this r
 from __future__ import annotations
 
 from sqlalchemy import inspect, text
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import OperationalError
 
 from bot.errors import PermanentError
-from bot.store.database import make_engine, redact_url
+from bot.store.database import first_line, make_engine, redact_url
 
 HEAD_REVISION = "0007"
 VERSION_TABLE = "alembic_version"  # Alembic's default, which migrations/env.py keeps
@@ -30,12 +30,7 @@ def current_revision(url: str, *, variable: str = "NSSTUCK_DATABASE_URL") -> str
                 return None
             versions = sorted(str(v) for v in connection.execute(_READ).scalars())
     except OperationalError as e:
-        raise PermanentError(f"cannot reach the database {redact_url(url)}: {_first_line(e)}") from None
+        raise PermanentError(f"cannot reach the database {redact_url(url)}: {first_line(e)}") from None
     finally:
         engine.dispose()
     return ",".join(versions) or None
-
-
-def _first_line(error: SQLAlchemyError) -> str:
-    reason = str(getattr(error, "orig", None) or error)
-    return reason.strip().splitlines()[0] if reason.strip() else error.__class__.__name__
