@@ -100,6 +100,15 @@ class Progress:
 # ended by then, its socket closed, unless it went through the client and its server trickles the headers
 LATE_CALL_GRACE = 0.25
 
+# a call whose timeout ran out this close to the deadline (or after it) was cut short by the deadline
+DEADLINE_SLACK = 0.05
+
+
+def not_finished(budget: float) -> str:
+    """The gap's detail for a call the deadline ended."""
+    return f"not finished within {budget:g}s"
+
+
 # aggregated APIs that compute views and store no objects: their outage hides nothing in a namespace
 STATELESS_GROUPS = frozenset({"metrics.k8s.io", "custom.metrics.k8s.io", "external.metrics.k8s.io"})
 
@@ -284,9 +293,17 @@ class _Loop:
     (An event loop of asyncio would do this part, but its calls would still be blocking ones on an
     executor's threads: see `_Calls` for why those are ours.)"""
 
-    def __init__(self, pool: _Calls, deadline: float, progress: Callable[[Progress], None] | None = None) -> None:
+    def __init__(
+        self,
+        pool: _Calls,
+        deadline: float,
+        progress: Callable[[Progress], None] | None = None,
+        *,
+        budget: float | None = None,
+    ) -> None:
         self.pool = pool
         self.deadline = deadline
+        self.budget = budget  # the seconds the deadline stands for, as a late call's gap says them
         self.pending: dict[int, tuple[str, Callable[[Any], None], Callable[[CallError], None], Scope]] = {}
         self.tokens = itertools.count()
         self.progress = progress
@@ -305,10 +322,28 @@ class _Loop:
     ) -> None:
         token = next(self.tokens)
         self.pending[token] = (label, on_done, on_error, scope)
-        self.pool.submit(token, carrying(call))
+        self.pool.submit(token, carrying(self._to_deadline(call)))
         kind = label.partition(" ")[0]
         if kind in self.counts:
             self.counts[kind][1] += 1
+
+    def _to_deadline(self, call: Callable[[], Any]) -> Callable[[], Any]:
+        """A call whose timeout the deadline cut short (the transport gives a call what is left of it)
+        fails as one not finished in time, in the words of a call still running at the deadline: which
+        of the two notices first is a race, and it must not change what the gap says."""
+        if self.budget is None:
+            return call
+        budget, deadline = self.budget, self.deadline
+
+        def bounded() -> Any:
+            try:
+                return call()
+            except CallError as e:
+                if e.kind is not CallKind.TIMEOUT or time.monotonic() < deadline - DEADLINE_SLACK:
+                    raise
+                raise CallError(CallKind.TIMEOUT, not_finished(budget)) from None
+
+        return bounded
 
     def run(self) -> list[tuple[str, Scope]]:
         """Drive until nothing is pending or time is up; returns the calls that did not finish."""
@@ -774,7 +809,7 @@ class Collector:
         observed_at = self.clock()
         deadline = started + self.options.deadline
         with self._pool(deadline) as pool:
-            loop = _Loop(pool, deadline, self.options.progress)
+            loop = _Loop(pool, deadline, self.options.progress, budget=self.options.deadline)
             run = _Run(self, loop, [])
             # discovery's first two documents are asked for while the namespace is read: whatever it
             # is, a collection starts with them (a missing namespace, or an Active one not predicted,
@@ -862,7 +897,7 @@ class Collector:
 
         deadline = started + self.options.deadline
         with self._pool(deadline) as pool:
-            loop = _Loop(pool, deadline, self.options.progress)
+            loop = _Loop(pool, deadline, self.options.progress, budget=self.options.deadline)
             for name in names:
                 loop.add(
                     f"get namespace {name}",
@@ -1088,7 +1123,7 @@ class _Run:
         deadline = self.c.options.deadline
         for label, scope in late:
             for ns in self.namespaces if scope is None else scope:
-                ns.gaps.append(Gap(what=label, reason="timeout", detail=f"not finished within {deadline:g}s"))
+                ns.gaps.append(Gap(what=label, reason="timeout", detail=not_finished(deadline)))
         for ns in self.namespaces:
             for gv, error in self.discovery_errors.items():
                 if error.malformed or error.kind is not CallKind.STATUS:

@@ -118,7 +118,9 @@ def test_the_whole_flow_over_socket_mode(
         flow.scenario("seed002-configmap-finalizer")
         ack = socket.slash_command("/nsstuck", f"prod-eu {flow.namespace}", user=ALICE, channel=OPS_CHANNEL)
         assert ack.elapsed < 3.0
-        slack_emulator.wait_for(lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL"))
+        slack_emulator.wait_for(
+            lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL"), timeout=30
+        )
         slack_emulator.wait_for(lambda: flow.buttons(flow.thread_ts()) or None, timeout=20)
         remedy = flow.remedy_id("remove_finalizer")
         [(ts, button)] = [(t, b) for t, b in flow.buttons(flow.thread_ts()) if b["value"].endswith(f":{remedy}")]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,9 +100,9 @@ def test_an_endless_trickle_is_a_timeout_at_the_deadline(cluster: Cluster) -> No
 
     gap = _gap(report)
     assert gap["reason"] == "timeout"
-    # the collection's deadline, or the call's own timeout (what was left of the deadline when it started)
-    timed_out = rf"not finished within {TIMEOUT:g}s|timed out after [0-9.]+s \(ReadTimeoutError\)"
-    assert re.fullmatch(timed_out, gap["detail"]), gap
+    # the collection's deadline, whether the loop or the call's own timeout (what was left of the
+    # deadline when it started) noticed it first
+    assert gap["detail"] == f"not finished within {TIMEOUT:g}s", gap
     assert TIMEOUT - LATE < elapsed < TIMEOUT + LATE, elapsed
     assert peak_mb < RSS_MARGIN_MB  # what trickled is a few bytes
 

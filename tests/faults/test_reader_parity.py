@@ -32,7 +32,7 @@ from bench.diagnose import NAMESPACE as NAMESPACE_BENCH
 from bench.diagnose import build_cluster
 from bot.cli import _write_json
 from bot.domain.refs import ClusterName
-from bot.kube.collecting import CollectOptions
+from bot.kube.collecting import CollectOptions, _Calls, _Loop
 from bot.kube.connecting import ClusterTarget, ConnectionCache, Impersonation, connect
 from bot.kube.requesting import NotConnected, Reader
 from bot.kube.transport import AGGREGATED_DISCOVERY, JSON, METADATA_LIST, CallError, CallKind, Transport
@@ -231,6 +231,32 @@ def test_a_read_timeout_is_said_the_same(emu: Emulator, kubeconfig: Path) -> Non
     emu.knobs.latency(1500, match=rf"^GET {NS_PATH}$")
     kind, error = _same(
         emu, kubeconfig, lambda t: t._once("GET", NS_PATH, query=None, body=None, content_type=JSON, timeout=0.3)
+    )
+    assert kind == "error"
+    assert error.message == "timed out after 0.3s (ReadTimeoutError)"
+
+
+def test_a_timeout_the_deadline_cut_short_is_said_as_the_deadline(emu: Emulator, kubeconfig: Path) -> None:
+    """A call whose own timeout is what was left of the collection's deadline fails, on either path, in
+    the words of a call still running at the deadline: whether the loop or the call notices it first
+    must not change the gap. A call that failed before the deadline keeps its own words."""
+    emu.knobs.latency(1500, match=rf"^GET {NS_PATH}$")
+
+    def through_a_loop(t: Transport, budget: float) -> Any:
+        with _Calls(1, wait_until=time.monotonic() + budget + 1) as pool:
+            loop = _Loop(pool, time.monotonic() + budget, budget=budget)
+            return loop._to_deadline(lambda: t.get(NS_PATH, timeout=5.0, deadline=loop.deadline))()
+
+    kind, error = _same(emu, kubeconfig, lambda t: through_a_loop(t, 0.4))
+    assert kind == "error"
+    assert (error.kind, error.message) == (CallKind.TIMEOUT, "not finished within 0.4s")
+
+    kind, error = _same(
+        emu,
+        kubeconfig,
+        lambda t: _Loop(_Calls(1, 0.0), time.monotonic() + 30, budget=30)._to_deadline(
+            lambda: t.get(NS_PATH, timeout=0.3)
+        )(),
     )
     assert kind == "error"
     assert error.message == "timed out after 0.3s (ReadTimeoutError)"

@@ -35,7 +35,9 @@ def _approved_change(flow: Flow, *, socket_mode: bool) -> int:
     if socket_mode:
         socket = flow.slack.socket_mode
         socket.slash_command("/nsstuck", f"prod-eu {flow.namespace}", user=ALICE, channel=OPS_CHANNEL)
-        flow.slack.wait_for(lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL"))
+        flow.slack.wait_for(
+            lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL"), timeout=30
+        )
         flow.slack.wait_for(lambda: flow.buttons(flow.thread_ts()) or None, timeout=20)
         remedy = flow.remedy_id("remove_finalizer")
         [(ts, button)] = [(t, b) for t, b in flow.buttons(flow.thread_ts()) if b["value"].endswith(f":{remedy}")]

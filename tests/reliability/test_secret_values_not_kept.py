@@ -111,7 +111,10 @@ def _diagnose_and_request(flow: Flow, socket_mode: bool) -> int:
     if socket_mode:
         socket = flow.slack.socket_mode
         socket.slash_command("/nsstuck", f"prod-eu {NAMESPACE}", user=ALICE, channel=OPS_CHANNEL)
-        flow.slack.wait_for(lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL"))
+        # a first diagnosis by a bot just started: its workers may still be importing on a loaded machine
+        flow.slack.wait_for(
+            lambda: flow.query("SELECT id FROM incidents WHERE slack_thread_ts IS NOT NULL"), timeout=30
+        )
         flow.slack.wait_for(lambda: flow.buttons(flow.thread_ts()) or None, timeout=20)
     else:
         flow.diagnose()
