@@ -55,14 +55,6 @@ class Denial:
     quote: str  # the denial as the condition quotes it, cut to QUOTE_LIMIT characters
     binding: str = ""  # a policy's binding
 
-    @property
-    def shown(self) -> str:
-        if self.kind == "webhook":
-            return f"admission webhook {self.name}"
-        if self.kind == "policy":
-            return f"ValidatingAdmissionPolicy {self.name} (binding {self.binding})"
-        return f"admission plugin {self.name}" if self.name else "an admission plugin"
-
 
 # where the next error of an aggregate begins (utilerrors.NewAggregate joins them with ", ")
 _NEXT_ERROR = re.compile(
