@@ -85,7 +85,11 @@ def denials(message: str) -> tuple[Denial, ...]:
         begin = subject.start() if subject else match.start()
         found.setdefault(key, Denial("policy", match.group(1), _quote(message, begin), match.group(2)))
     for match in _FORBIDDEN.finditer(message):
-        why = message[match.end() :]
+        # this refusal's own words: up to the aggregate's next error, so that a plugin's words or a repeat
+        # are not read from the error after it
+        rest = message[match.end() :]
+        following = _NEXT_ERROR.search(rest)
+        why = rest[: following.start()] if following else rest
         if _RBAC.search(why.split(",", 1)[0]) or "denied the request" in why[:200] or "denied request" in why[:200]:
             continue
         plugin = next((name for words, name in _PLUGINS if words in why[:300]), "")
