@@ -13,6 +13,7 @@ from bot.diagnosis import webhooks
 from bot.diagnosis.context import Context
 from bot.diagnosis.engine import diagnose
 from bot.domain.findings import Action, Cause, Finding, Gap
+from bot.domain.refs import ClusterName
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 from tests.diagnosis.test_rules import CONFIGMAPS, NOW, _configmap, _namespace
 
@@ -112,7 +113,7 @@ def test_a_fail_closed_url_webhook_is_the_likely_refusal_and_its_dry_run_is_offe
 
 def test_with_no_conditions_and_nothing_else_the_engine_names_the_url_webhook() -> None:
     snapshot = NamespaceSnapshot(
-        cluster="c",
+        cluster=ClusterName("c"),
         namespace="ns",
         observed_at=NOW,
         namespace_object=_namespace(),
