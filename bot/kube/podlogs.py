@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 from bot.domain.controller_logs import MAX_BYTES, TAIL_LINES, ControllerLog, LogTarget, Tally, merge
 from bot.domain.findings import Gap
-from bot.domain.refs import KubeObject, meta, name_of
+from bot.domain.refs import KubeObject, name_of
 from bot.kube.transport import CallError, CallKind, Transport
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,3 @@ def _read_one(
         ),
         [],
     )
-
-
-def _namespace(obj: KubeObject) -> str:
-    return str(meta(obj).get("namespace") or "")
