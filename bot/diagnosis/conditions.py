@@ -21,6 +21,7 @@ from bot.domain.conditions import (
     finalizer_counts,
     remaining_counts,
 )
+from bot.domain.controller_logs import redact
 from bot.domain.refs import KubeObject
 
 _SERVER_APIS = "unable to retrieve the complete list of server APIs: "
@@ -30,16 +31,23 @@ _DENIED = re.compile(r'admission webhook "([^"]+)" denied the request')
 # k8s.io/apiserver/pkg/admission/plugin/policy/validating (dispatcher.go): the policy's denial, and
 # its binding (the message follows `denied request: `)
 _POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)' denied request")
-# admission.NewForbidden (k8s.io/apiserver/pkg/admission/errors.go): `<resource> "<name>" is forbidden: <why>`,
-# as every in-tree admission plugin refuses; RBAC's own refusal names a user and is not admission
-_FORBIDDEN = re.compile(r'(\S+) "([^"]*)" is forbidden: ')
+# admission.NewForbidden (k8s.io/apiserver/pkg/admission/errors.go): `<resource>[.<group>] "<name>" is forbidden:
+# <why>`, as every in-tree admission plugin refuses; the name is `Unknown` when the request has none (the items of
+# the namespace controller's delete-collection). A plugin's own apierrors.NewForbidden without a name leaves it
+# out (`<resource> is forbidden: <why>`). RBAC's refusal is worded the same way but names a user: not admission
+_FORBIDDEN = re.compile(r'(?<![\w."/-])([a-z0-9][\w.-]*)(?: "([^"]*)")? is forbidden: ')
 _SUBJECT = re.compile(r'[\w.-]+ "[^"]*" is (?:invalid|forbidden): :? ?$')
 _RBAC = re.compile(r"^(User|system:serviceaccount:)|\bcannot (delete|deletecollection|list|get|update|patch) resource ")
-# the in-tree plugins whose refusal nsstuck knows by its words
+# the in-tree plugins whose refusal nsstuck knows by its words (plugin/pkg/admission and
+# k8s.io/apiserver/pkg/admission/plugin of kubernetes/kubernetes)
 _PLUGINS = (
     ("unable to create new content in namespace", "NamespaceLifecycle"),
     ("this namespace may not be deleted", "NamespaceLifecycle"),
     ("cannot set blockOwnerDeletion", "OwnerReferencesPermissionEnforcement"),
+    ("admission control is denying all modifications", "AlwaysDeny"),
+    ("exceeded quota: ", "ResourceQuota"),
+    ("violates PodSecurity ", "PodSecurity"),
+    ("can only delete pods with spec.nodeName set to itself", "NodeRestriction"),
 )
 # one denial quoted, at most this many characters
 QUOTE_LIMIT = 300
@@ -52,29 +60,41 @@ class Denial:
 
     kind: str  # webhook | policy | plugin
     name: str  # the webhook's or the policy's name; the plugin's when its words tell it, else ""
-    quote: str  # the denial as the condition quotes it, cut to QUOTE_LIMIT characters
+    quote: str  # the denial as the condition quotes it, redacted, cut to QUOTE_LIMIT characters
     binding: str = ""  # a policy's binding
+    # a plugin's refusal: the resource it names (`configmaps`, `widgets.example.com`) and the object's name as
+    # quoted (`Unknown` for a request without one, "" when the refusal names none)
+    resource: str = ""
+    target: str = ""
 
 
 # where the next error of an aggregate begins (utilerrors.NewAggregate joins them with ", ")
 _NEXT_ERROR = re.compile(
     r', (?=admission webhook "|Internal error occurred|[\w.-]+ "[^"]*" is (?:invalid|forbidden)|'
-    r"unexpected items still remain|ValidatingAdmissionPolicy ')"
+    r"[\w.-]+ is forbidden: |unexpected items still remain|ValidatingAdmissionPolicy ')"
 )
 
 
+def _end(message: str, start: int) -> int:
+    """Where the error of the aggregate that begins at `start` ends."""
+    following = _NEXT_ERROR.search(message, start + 1)
+    return following.start() if following else len(message)
+
+
 def _quote(message: str, start: int) -> str:
-    """The denial from `start` to the next error of the aggregate (or the end), cut to QUOTE_LIMIT characters."""
-    rest = message[start:]
-    following = _NEXT_ERROR.search(rest, 1)
-    text = (rest[: following.start()] if following else rest).rstrip(" ,]")
+    """The denial from `start` to the next error of the aggregate (or the end), with anything that looks like a
+    credential redacted (a denial may quote what it refused), cut to QUOTE_LIMIT characters."""
+    text = redact(message[start : _end(message, start)].rstrip(" ,]"))
     return text if len(text) <= QUOTE_LIMIT else text[: QUOTE_LIMIT - 1] + "\u2026"
 
 
 def denials(message: str) -> tuple[Denial, ...]:
     """Every admission refusal a condition's message quotes, in order, once each."""
     found: dict[tuple[str, str, str], Denial] = {}
+    # the text of the webhooks' and policies' denials: a plugin's words quoted inside one are not a plugin's
+    quoted: list[tuple[int, int]] = []
     for match in _DENIED.finditer(message):
+        quoted.append((match.start(), _end(message, match.start())))
         found.setdefault(
             ("webhook", match.group(1), ""), Denial("webhook", match.group(1), _quote(message, match.start()))
         )
@@ -83,8 +103,11 @@ def denials(message: str) -> tuple[Denial, ...]:
         # the API server's error names the object first: `persistentvolumeclaims "x" is invalid: : Validating...`
         subject = _SUBJECT.search(message[: match.start()])
         begin = subject.start() if subject else match.start()
+        quoted.append((begin, _end(message, match.start())))
         found.setdefault(key, Denial("policy", match.group(1), _quote(message, begin), match.group(2)))
     for match in _FORBIDDEN.finditer(message):
+        if any(start < match.start() < end for start, end in quoted):
+            continue
         # this refusal's own words: up to the aggregate's next error, so that a plugin's words or a repeat
         # are not read from the error after it
         rest = message[match.end() :]
@@ -93,7 +116,16 @@ def denials(message: str) -> tuple[Denial, ...]:
         if _RBAC.search(why.split(",", 1)[0]) or "denied the request" in why[:200] or "denied request" in why[:200]:
             continue
         plugin = next((name for words, name in _PLUGINS if words in why[:300]), "")
-        found.setdefault(("plugin", plugin, why[:80]), Denial("plugin", plugin, _quote(message, match.start())))
+        found.setdefault(
+            ("plugin", plugin, f"{match.group(1)} {match.group(2)} {why[:80]}"),
+            Denial(
+                "plugin",
+                plugin,
+                _quote(message, match.start()),
+                resource=match.group(1),
+                target=match.group(2) or "",
+            ),
+        )
     return tuple(found.values())
 
 
@@ -118,7 +150,7 @@ class ConditionFacts:
         """`namespace condition <type>: <message>` for the evidence, when that condition is True."""
         for cond in self.conditions:
             if cond.get("type") == kind and cond.get("status") == "True":
-                return f"namespace condition {kind} ({cond.get('reason')}): {cond.get('message')}"
+                return f"namespace condition {kind} ({cond.get('reason')}): {redact(str(cond.get('message')))}"
         return None
 
 

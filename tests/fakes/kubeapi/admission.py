@@ -54,6 +54,15 @@ def namespace_lifecycle_delete(rt: ResourceType, name: str) -> None:
         raise forbidden("namespaces", "", name, "this namespace may not be deleted")
 
 
+def compiled_in_plugins(cluster: Cluster, op: str, rt: ResourceType, namespace: str, name: str) -> None:
+    """A compiled-in admission plugin's refusal (``knobs.deny_admission``), as ``admission.NewForbidden``
+    words it: the request's name, else ``Unknown`` (the items of a delete-collection carry neither a name
+    nor an object)."""
+    reason = cluster.knobs.plugin_denial_for(rt.plural, rt.group, op, namespace)
+    if reason is not None:
+        raise forbidden(rt.plural, rt.group, name or "Unknown", reason)
+
+
 def _rule_matches(rule: dict[str, Any], op: str, rt: ResourceType, sub: str | None, version: str | None = None) -> bool:
     """predicates/rules/rules.go: operations, groups, versions (``version``: the request's in another
     version, for matchPolicy Equivalent), scope, and resources as ``res/sub`` where ``*`` is every

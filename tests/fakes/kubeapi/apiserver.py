@@ -98,6 +98,7 @@ class Ctx:
     # the field manager of a write: `?fieldManager=`, else the User-Agent up to its first "/"
     manager: str = ""
     operation: str = "Update"  # Apply for server-side apply
+    collection: bool = False  # a delete-collection's item: admission sees no name
 
 
 _MANAGED_META = ("labels", "annotations", "finalizers", "ownerReferences")
@@ -1428,6 +1429,7 @@ class Cluster:
         old_fins = list(meta.get("finalizers") or [])
         needs_update, new_fins = self._gc_finalizers(old_fins, opts)
         if graceful or old_fins or needs_update:
+            admission.compiled_in_plugins(self, "DELETE", rt, ns, "" if ctx.collection else name)
             for webhook_phase in ("mutating", "validating"):
                 admission.run_webhooks(
                     self, webhook_phase, "DELETE", rt, sub=None, namespace=ns, obj=entry.obj, dry_run=ctx.dry_run
@@ -1449,6 +1451,7 @@ class Cluster:
                     entry = self.store.put(rt.key, obj, created=False)
                     obj = entry.copy()
         else:
+            admission.compiled_in_plugins(self, "DELETE", rt, ns, "" if ctx.collection else name)
             for webhook_phase in ("mutating", "validating"):
                 admission.run_webhooks(
                     self, webhook_phase, "DELETE", rt, sub=None, namespace=ns, obj=entry.obj, dry_run=ctx.dry_run
@@ -1535,7 +1538,7 @@ class Cluster:
                         meta["name"],
                         entry=current,
                         opts=opts,
-                        ctx=Ctx(ctx.user, ctx.dry_run),
+                        ctx=Ctx(ctx.user, ctx.dry_run, collection=True),
                     )
                 except ApiError as err:
                     if err.code != 404:

@@ -39,6 +39,17 @@ class ForbidRule:
 
 
 @dataclass
+class PluginDenialRule:
+    """A compiled-in admission plugin of the API server that refuses matching requests (every identity)."""
+
+    resource: str
+    group: str
+    operations: tuple[str, ...]
+    namespace: str | None
+    reason: str
+
+
+@dataclass
 class FaultRule:
     match: re.Pattern[str]
     status: int
@@ -69,6 +80,7 @@ class Knobs:
     rewrite_rules: list[RewriteRule] = field(default_factory=list)
     unreachable_services: set[str] = field(default_factory=set)
     webhook_verdict: dict[str, str] = field(default_factory=dict)
+    plugin_denials: list[PluginDenialRule] = field(default_factory=list)
     expired_tokens: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -163,8 +175,39 @@ class Knobs:
             self.rewrite_rules.append(rule)
         return rule
 
+    def deny_admission(
+        self,
+        resource: str,
+        reason: str,
+        *,
+        group: str = "",
+        operations: tuple[str, ...] | list[str] = ("DELETE",),
+        namespace: str | None = None,
+    ) -> PluginDenialRule:
+        """A compiled-in admission plugin refuses ``operations`` on ``resource`` (in one namespace, or all)
+        for every identity, the namespace controller included, worded as ``admission.NewForbidden`` words
+        it: ``<resource>[.<group>] "<name>" is forbidden: <reason>``, the name ``Unknown`` for the items of
+        a delete-collection (k8s.io/apiserver/pkg/admission/errors.go: the request has no name and no object)."""
+        rule = PluginDenialRule(resource, group, tuple(operations), namespace, reason)
+        with self._lock:
+            self.plugin_denials.append(rule)
+        return rule
+
+    def plugin_denial_for(self, resource: str, group: str, operation: str, namespace: str) -> str | None:
+        """The reason of the first plugin denial that takes this request, if any."""
+        with self._lock:
+            rules = list(self.plugin_denials)
+        for rule in rules:
+            if rule.resource not in (resource, "*") or rule.group not in (group, "*"):
+                continue
+            if operation not in rule.operations or (rule.namespace is not None and rule.namespace != namespace):
+                continue
+            return rule.reason
+        return None
+
     def clear(self) -> None:
         with self._lock:
+            self.plugin_denials.clear()
             self.latency_rules.clear()
             self.forbid_rules.clear()
             self.fault_rules.clear()
