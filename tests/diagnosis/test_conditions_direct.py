@@ -18,11 +18,11 @@ _LIFECYCLE = 'pods "web-0" is forbidden: unable to create new content in namespa
 
 def test_a_namespace_lifecycle_refusal_is_a_plugin_denial_named_by_its_words() -> None:
     message = f"Failed to delete all resource types, 1 remaining: {_LIFECYCLE}"
-    assert denials(message) == (Denial("plugin", "NamespaceLifecycle", _LIFECYCLE),)
+    assert denials(message) == (Denial("plugin", "NamespaceLifecycle", _LIFECYCLE, resource="pods", target="web-0"),)
 
 
 def test_a_refusal_in_words_nsstuck_does_not_know_is_an_unnamed_plugin_denial_cut_at_the_next_error() -> None:
-    unknown = 'configmaps "settings" is forbidden: exceeded quota: compute, requested: count/configmaps=1'
+    unknown = 'configmaps "settings" is forbidden: the tenancy check refuses it: owner team-a, requested by team-b'
     message = f"{unknown}, {_LIFECYCLE}"
     found = denials(message)
     assert [(d.kind, d.name) for d in found] == [("plugin", ""), ("plugin", "NamespaceLifecycle")]
@@ -106,7 +106,7 @@ def test_a_plugin_refusal_in_a_true_condition_is_among_the_facts_and_a_false_one
     facts = parse_conditions(_namespace([true, false, "not a condition"]))
     assert facts.present is True
     assert len(facts.conditions) == 2
-    assert facts.denials == (Denial("plugin", "NamespaceLifecycle", _LIFECYCLE),)
+    assert facts.denials == (Denial("plugin", "NamespaceLifecycle", _LIFECYCLE, resource="pods", target="web-0"),)
     assert facts.failing_webhooks == ()
     assert facts.parsing_failure is None
     assert facts.line("NamespaceDeletionContentFailure") == (
