@@ -236,5 +236,5 @@ class CpuMeter:
         for folder, seconds in sorted(by_folder.items(), key=lambda kv: -kv[1])[:12]:
             write(f"  {seconds:8.1f} s  {100 * seconds / total:4.1f}%  {folder}")
         write("the costliest modules:")
-        for module, seconds in sorted(self.by_module.items(), key=lambda kv: -kv[1])[:12]:
+        for module, seconds in sorted(self.by_module.items(), key=lambda kv: -kv[1])[:25]:
             write(f"  {seconds:8.1f} s  {module}")
