@@ -22,6 +22,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -39,7 +40,7 @@ from bot.domain.refs import ClusterName
 from bot.errors import ClusterUnreachableError, UserError
 from bot.kube import clientfiles
 from bot.kube.observing import CallObserver
-from bot.kube.requesting import Reader
+from bot.kube.requesting import MAX_ANSWER, Reader, read_limited
 from bot.kube.watchdog import watched
 
 
@@ -79,6 +80,61 @@ def _impersonating(api_client: Any, impersonation: Impersonation) -> None:
         for group in impersonation.groups:
             merged.add("Impersonate-Group", group)
         return send(method, url, *args, headers=merged, **kwargs)
+
+    pool_manager.request = request
+
+
+# the largest error answer the client may read on this thread (`error_answers_within`): a Transport's
+# NSSTUCK_MAX_ANSWER_MB for the call it is making, else the default
+_ERROR_LIMIT = threading.local()
+
+
+@contextmanager
+def error_answers_within(limit: int) -> Iterator[None]:
+    """While in it, an error answer the client reads on this thread holds at most `limit` bytes."""
+    before = getattr(_ERROR_LIMIT, "limit", None)
+    _ERROR_LIMIT.limit = limit
+    try:
+        yield
+    finally:
+        _ERROR_LIMIT.limit = before
+
+
+class _ErrorAnswer:
+    """An error answer whose body was read by `_bounded_errors`, as the client's ApiException takes it."""
+
+    def __init__(self, response: Any, body: bytes) -> None:
+        self.status = response.status
+        self.reason = response.reason
+        self.headers = response.headers
+        self.data = body
+
+    def getheaders(self) -> Any:
+        return self.headers
+
+
+def _bounded_errors(pool_manager: Any) -> None:
+    """Read an error answer's body here, at most the call's limit (`error_answers_within`), where the
+    client would read it whole in ApiException (`http_resp.data`) before it could be looked at: an
+    endless 500 took gigabytes within the call's deadline. Past the limit the connection is dropped and
+    the call is `requesting.Refused`, as the Reader refuses any body over it. Only for calls that read
+    their answer themselves (`preload_content=False`, as `bot.kube.transport` makes them); the time is
+    bounded by the watchdog (`bot.kube.watchdog`), as for any read of the call."""
+    send = pool_manager.request
+
+    def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        response = send(method, url, *args, **kwargs)
+        if kwargs.get("preload_content", True) or 200 <= response.status <= 299:
+            return response
+        limit = getattr(_ERROR_LIMIT, "limit", None) or MAX_ANSWER
+        try:
+            body = read_limited(partial(response.read1, decode_content=False), limit)
+        except BaseException:
+            response.close()  # what is left of it is not read: the connection goes
+            response.release_conn()
+            raise
+        response.release_conn()
+        return _ErrorAnswer(response, bytes(body))
 
     pool_manager.request = request
 
@@ -464,6 +520,7 @@ def connect(
     configuration.retries = False
     api_client = k8s_client.ApiClient(configuration)
     watched(api_client.rest_client.pool_manager)  # a call through the client ends at its deadline
+    _bounded_errors(api_client.rest_client.pool_manager)  # and its error answer is read bounded in size
     if impersonate is not None:
         _impersonating(api_client, impersonate)
     connection = Connection(target, api_client, _secrets_of(configuration, known), _shown_host(str(configuration.host)))

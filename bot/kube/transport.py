@@ -17,7 +17,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from bot.kube.answers import Kinds, Malformed, Shape, judge
-from bot.kube.connecting import Connection
+from bot.kube.connecting import Connection, error_answers_within
 from bot.kube.observing import CallObserver, CallOutcome, status_outcome
 from bot.kube.requesting import (
     MAX_ANSWER,
@@ -454,18 +454,19 @@ class Transport:
     ) -> Any:
         """The call through the client, watched by `_send_by_client`."""
         try:
-            response = self.connection.api_client.call_api(
-                path,
-                method,
-                query_params=list((query or {}).items()),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                # a (connect, read) pair: the client silently ignores a single float
-                _request_timeout=(timeout or self.call_timeout, timeout or self.call_timeout),
-            )
+            with error_answers_within(self.max_answer):
+                response = self.connection.api_client.call_api(
+                    path,
+                    method,
+                    query_params=list((query or {}).items()),
+                    header_params=headers,
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _return_http_data_only=True,
+                    # a (connect, read) pair: the client silently ignores a single float
+                    _request_timeout=(timeout or self.call_timeout, timeout or self.call_timeout),
+                )
             content_type = str(response.headers.get("Content-Type") or "")
             if content_types is not None:
                 content_types.append(content_type)
@@ -528,8 +529,8 @@ def _read_by_client(response: Any, limit: int, ends: float) -> bytearray:
     encoded, at most `limit` bytes, whole by `ends`. Each read waits for at most one receive, itself
     waiting at most for what is left of the time (its socket's timeout set to it: urllib3 set it to
     the call's timeout, for each receive). The headers' time is urllib3's: each receive of them within
-    the timeout, not all of them (and an error answer's body is read whole by the client itself, in
-    ApiException, before it can be looked at)."""
+    the timeout, not all of them. An error answer never comes here: its body is read bounded by the
+    connection (`connecting._bounded_errors`), before the client's ApiException would read it whole."""
     try:
         check_head(response.headers.get, limit)
 

@@ -218,6 +218,50 @@ def test_a_body_that_is_not_json_is_said_the_same(emu: Emulator, kubeconfig: Pat
     )
 
 
+@pytest.mark.parametrize("announced", [False, True], ids=["chunked", "announced"])
+def test_an_error_answer_over_the_limit_is_refused_the_same(emu: Emulator, kubeconfig: Path, announced: bool) -> None:
+    """A 500 whose body never ends (or announces more than the limit): neither path reads it past
+    NSSTUCK_MAX_ANSWER_MB. The client would read an error answer whole, in ApiException, before the
+    transport could look at it (issue 36: gigabytes within a call's deadline)."""
+    limit = 1024 * 1024
+
+    def endless() -> Iterator[bytes]:
+        yield b'{"kind":"Status","message":"'
+        while True:
+            yield b"x" * 65536
+
+    headers = {"Content-Length": str(64 * 1024 * 1024)} if announced else None
+    emu.knobs.rewrite(rf"^GET {NS_PATH}$", status=500, headers=headers, body=endless)
+    fast, slow = _pair(kubeconfig)
+    fast.max_answer = slow.max_answer = limit
+    try:
+        by_reader = _outcome(lambda: fast.get(NS_PATH, timeout=5.0))
+        by_client = _outcome(lambda: slow.get(NS_PATH, timeout=5.0))
+    finally:
+        fast.connection.close()
+        slow.connection.close()
+    assert by_reader == by_client
+    kind, error = by_reader
+    assert kind == "error"
+    assert error.message == f"the answer to GET {NS_PATH} was larger than NSSTUCK_MAX_ANSWER_MB (1 MiB); read stopped"
+
+
+def test_an_error_answer_under_the_limit_is_said_by_the_client_as_before(emu: Emulator, kubeconfig: Path) -> None:
+    """The client's error answer read by us is the ApiException it was: status, message, Retry-After."""
+    emu.knobs.inject_fault(
+        rf"^GET {NS_PATH}$",
+        503,
+        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "etcd is away", "code": 503},
+        headers={"Retry-After": "0"},
+        times=2,
+    )
+    kind, error = _same(
+        emu, kubeconfig, lambda t: t._once("GET", NS_PATH, query=None, body=None, content_type=JSON, timeout=2)
+    )
+    assert kind == "error"
+    assert (error.status, error.message, error.retry_after) == (503, "etcd is away", 0.0)
+
+
 def test_a_reset_connection_is_dropped_the_same(emu: Emulator, kubeconfig: Path) -> None:
     emu.knobs.inject_fault(rf"^GET {NS_PATH}$", 500, reset_connection=True)
     kind, error = _same(
