@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import re
 import ssl
 import threading
 import time
@@ -26,6 +27,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.fakes.kubeapi import Emulator
+from tests.fakes.kubeapi.celsubset import CelError, evaluate
 from tests.fakes.kubeapi.pytest_plugin import make_api_client
 
 from ._api_support import KUBECTL, Raw, admin, emu, kubectl, make_ns
@@ -478,3 +480,41 @@ def test_kubectl_shows_a_denial_and_its_warning(
         "Warning: asked",
         'Error from server (Forbidden): admission webhook "deny.nsstuck.test" denied the request: team-a is protected',
     ]
+
+
+CEL_ENV = {
+    "request": {"name": "team-a", "userInfo": {"username": "alice", "groups": ["dev", "system:authenticated"]}},
+    "object": None,
+    "oldObject": {"metadata": {"name": "team-a", "labels": {"tier": "gold"}}},
+}
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [
+        ("'dev' in request.userInfo.groups && request.name == \"team-a\"", True),
+        ("request.name in ['kube-system', 'kube-public']", False),
+        ("oldObject.metadata.labels['tier'] != 'gold' || size(request.userInfo.groups) == 2", True),
+        ("has(oldObject.metadata.annotations)", False),
+        ("request.userInfo.username.endsWith('ce') && !request.name.contains('b')", True),
+        ("false && oldObject.metadata.missing == 1", False),  # CEL's && absorbs the error
+        ("true || object.metadata.name == 'x'", True),
+        ("'tier' in oldObject.metadata.labels && request.userInfo.groups[1].size() == 20", True),
+    ],
+)
+def test_the_cel_subset(expression: str, value: bool) -> None:
+    assert evaluate(expression, CEL_ENV) is value
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        ("oldObject.metadata.annotations['x'] == 'y'", "no such key: annotations"),
+        ("object.metadata.name == 'x'", "no such key: metadata"),
+        ("request.userInfo.groups.exists(g, g == 'dev')", "the emulator does not support the function exists()"),
+        ("size(request.name) > 3", "unsupported expression"),
+    ],
+)
+def test_the_cel_subset_refuses_what_it_cannot_evaluate(expression: str, error: str) -> None:
+    with pytest.raises(CelError, match=re.escape(error)):
+        evaluate(expression, CEL_ENV)

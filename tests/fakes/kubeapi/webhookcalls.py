@@ -238,7 +238,8 @@ def _post(where: Endpoint, url: str, body: bytes, context: ssl.SSLContext, timeo
         raw_sock: socket.socket | None = None
         try:
             try:
-                raw_sock = socket.create_connection((host, port), timeout=timeout)
+                # the deadline is the caller's join below; this only ends a worker left behind
+                raw_sock = socket.create_connection((host, port), timeout=timeout + 5)
             except ConnectionRefusedError:
                 outcome["error"] = f"dial tcp {_hostport(host, port)}: connect: connection refused"
                 return
@@ -265,6 +266,8 @@ def _post(where: Endpoint, url: str, body: bytes, context: ssl.SSLContext, timeo
             outcome["reply"] = (response.status, raw)
         except (http.client.RemoteDisconnected, http.client.IncompleteRead, ssl.SSLEOFError):
             outcome["error"] = "EOF"
+        except TimeoutError:
+            outcome["error"] = "context deadline exceeded"
         except ConnectionResetError:
             outcome["error"] = "read: connection reset by peer"
         except (OSError, http.client.HTTPException) as exc:
