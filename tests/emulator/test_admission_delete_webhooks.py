@@ -292,6 +292,25 @@ def test_a_webhook_past_its_timeout_is_a_failed_call_within_timeout_seconds(
     assert 1.0 <= took < 2.0
 
 
+def test_timeout_seconds_past_30_is_refused_when_configured(admin: Raw, hooks: WebhookServer) -> None:
+    hook = {
+        "name": "long.nsstuck.test",
+        "clientConfig": url_config(hooks, "/allow"),
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+        "timeoutSeconds": 31,
+    }
+    body = {"metadata": {"name": "long"}, "webhooks": [hook]}
+
+    resp = admin.post(VWC, body)
+
+    assert resp.status == 422
+    assert resp.json["message"] == (
+        'ValidatingWebhookConfiguration.admissionregistration.k8s.io "long" is invalid: '
+        "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"
+    )
+
+
 def test_a_ca_bundle_that_does_not_match_is_a_failed_call(emu: Emulator, admin: Raw, hooks: WebhookServer) -> None:
     hooks.answers["/allow"] = allow("never seen")
     other = base64.b64encode(trustme.CA().cert_pem.bytes()).decode()

@@ -494,6 +494,19 @@ class Cluster:
                             go_quote(fin),
                         )
                     )
+        if rt.group == "admissionregistration.k8s.io" and rt.kind in admission.WEBHOOK_CONFIG_KINDS:
+            # admissionregistration/validation: the only check of a webhook the emulator makes
+            for i, hook in enumerate(obj.get("webhooks") or []):
+                timeout = hook.get("timeoutSeconds") if isinstance(hook, dict) else None
+                if isinstance(timeout, int) and not 1 <= timeout <= 30:
+                    errs.append(
+                        FieldError(
+                            f"webhooks[{i}].timeoutSeconds",
+                            "Invalid value",
+                            "the timeout value must be between 1 and 30 seconds",
+                            str(timeout),
+                        )
+                    )
         if rt.group == "apiregistration.k8s.io" and rt.plural == "apiservices":
             name = obj["metadata"].get("name", "")
             expected = f"{spec.get('version', '')}.{spec.get('group', '')}"
