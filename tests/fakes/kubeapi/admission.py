@@ -1,15 +1,20 @@
-"""Admission: the NamespaceLifecycle plugin and (simulated) admission webhooks.
+"""Admission: the NamespaceLifecycle plugin and admission webhooks.
 
-Webhook backends are not real HTTP servers: a webhook is reachable when its Service exists, has a
-ready endpoint (EndpointSlice or Endpoints) and is not listed in ``knobs.unreachable_services``; its
-answer is ``knobs.webhook_verdict[name]`` ("allow" by default, or "deny:<message>"). The errors are
-worded as ``k8s.io/apiserver/pkg/admission/plugin/webhook`` words them.
+Most webhook backends are simulated: a webhook is reachable when its Service exists, has a ready
+endpoint (EndpointSlice or Endpoints) and is not listed in ``knobs.unreachable_services``; its answer
+is ``knobs.webhook_verdict[name]`` ("allow" by default, or "deny:<message>"). For the first DELETE of
+a namespace, a validating webhook the emulator can reach (a loopback ``url``, or a Service routed
+with ``emu.route_service``) is called for real instead (``webhookcalls.py``), after its
+``matchConditions`` (``celsubset.py``). The errors are worded as
+``k8s.io/apiserver/pkg/admission/plugin/webhook`` words them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import webhookcalls
+from .celsubset import CelError, evaluate
 from .errors import ApiError, bad_request, forbidden, internal, not_found_resource
 from .registry import ResourceType
 from .selectors import labels_match, selector_from_label_selector
@@ -152,8 +157,11 @@ def run_webhooks(
     obj: dict[str, Any] | None,
     dry_run: bool,
     old: dict[str, Any] | None = None,
+    review: webhookcalls.Review | None = None,
 ) -> None:
-    """Call the matching webhooks of ``phase`` ("mutating" | "validating") for one request."""
+    """Call the matching webhooks of ``phase`` ("mutating" | "validating") for one request. With
+    ``review`` (a namespace DELETE), ``matchConditions`` apply and the validating webhooks the emulator
+    can reach are added to ``review.remote``, to be called outside the store lock."""
     if rt.kind in WEBHOOK_CONFIG_KINDS and rt.group == "admissionregistration.k8s.io":
         return
     config_plural = "mutatingwebhookconfigurations" if phase == "mutating" else "validatingwebhookconfigurations"
@@ -186,12 +194,49 @@ def run_webhooks(
                 labels_match(selector_from_label_selector(obj_sel), labels) for labels in (obj_labels, old_labels)
             ):
                 continue
-            _call(cluster, hook, dry_run=dry_run)
+            if review is not None and not _conditions_match(hook, review):
+                continue
+            where = webhookcalls.endpoint(cluster, hook) if review is not None and phase == "validating" else None
+            _call(cluster, hook, dry_run=dry_run, remote=None if where is None or review is None else (review, where))
 
 
-def _call(cluster: Cluster, hook: dict[str, Any], *, dry_run: bool) -> None:
+def _conditions_match(hook: dict[str, Any], review: webhookcalls.Review) -> bool:
+    """matchconditions/matcher.go: a condition that is false skips the webhook; otherwise an error
+    (an expression outside the supported subset is one) refuses the request with failurePolicy Fail
+    (403, generic/webhook.go ShouldCallHook) and skips the webhook with Ignore."""
+    conditions = hook.get("matchConditions") or []
+    if not conditions:
+        return True
+    env = {"request": review.request(""), "object": None, "oldObject": review.old_object}
+    errors: list[str] = []
+    for condition in conditions:
+        expression = str(condition.get("expression") or "")
+        try:
+            value = evaluate(expression, env)
+        except CelError as exc:
+            errors.append(f"expression '{expression}' resulted in error: {exc}")
+            continue
+        if value is False:
+            return False
+        if value is not True:
+            errors.append(f"expression '{expression}' resulted in error: no such overload")
+    if not errors:
+        return True
+    if (hook.get("failurePolicy") or "Fail") == "Ignore":
+        return False
+    message = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    raise forbidden("namespaces", "", review.name, message)
+
+
+def _call(
+    cluster: Cluster,
+    hook: dict[str, Any],
+    *,
+    dry_run: bool,
+    remote: tuple[webhookcalls.Review, webhookcalls.Endpoint] | None = None,
+) -> None:
     name = hook.get("name", "")
-    if dry_run and hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
+    if remote is None and dry_run and hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
         raise bad_request(f'admission webhook "{name}" does not support dry run')
     cfg = hook.get("clientConfig") or {}
     svc = cfg.get("service")
@@ -208,6 +253,10 @@ def _call(cluster: Cluster, hook: dict[str, Any], *, dry_run: bool) -> None:
         raise internal(
             f'failed calling webhook "{name}": failed to call webhook: Post "{url}?timeout={timeout}s": {problem}'
         )
+    if remote is not None:
+        review, where = remote
+        review.remote.append((hook, where))
+        return
     verdict = cluster.knobs.webhook_verdict.get(name, "allow")
     if verdict.startswith("deny"):
         message = verdict.partition(":")[2]

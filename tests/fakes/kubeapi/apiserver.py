@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from . import admission, events_v1, rbac
+from . import admission, events_v1, rbac, webhookcalls
 from . import discovery as discovery_versions
 from .clock import Clock, go_time, parse_rfc3339, rfc3339
 from .errors import (
@@ -99,6 +99,7 @@ class Ctx:
     manager: str = ""
     operation: str = "Update"  # Apply for server-side apply
     collection: bool = False  # a delete-collection's item: admission sees no name
+    admitted: bool = False  # admission already ran (a namespace DELETE's webhooks, called outside the lock)
 
 
 _MANAGED_META = ("labels", "annotations", "finalizers", "ownerReferences")
@@ -177,6 +178,22 @@ class DeleteOptions:
     orphan_dependents: bool | None = None
     uid: str | None = None
     resource_version: str | None = None
+
+    def as_options(self, *, dry_run: bool) -> dict[str, Any]:
+        """The DeleteOptions an AdmissionReview carries as ``options`` (meta.k8s.io/v1, the fields set)."""
+        out: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+        if self.grace_period_seconds is not None:
+            out["gracePeriodSeconds"] = self.grace_period_seconds
+        pre = {k: v for k, v in (("uid", self.uid), ("resourceVersion", self.resource_version)) if v is not None}
+        if pre:
+            out["preconditions"] = pre
+        if self.orphan_dependents is not None:
+            out["orphanDependents"] = self.orphan_dependents
+        if self.propagation_policy:
+            out["propagationPolicy"] = self.propagation_policy
+        if dry_run:
+            out["dryRun"] = ["All"]
+        return out
 
     @classmethod
     def parse(cls, body: dict[str, Any] | None, query: dict[str, str]) -> DeleteOptions:
@@ -261,6 +278,8 @@ class Cluster:
         self.options: dict[str, Any] = {}  # the emulator's options, shared
         self.admin_users: set[str] = set()
         self.rbac = False  # emu.enable_rbac(): authorize by the stored RBAC objects (rbac.py)
+        # (namespace, service, port) -> (host, port): where a webhook's Service is served (emu.route_service)
+        self.service_routes: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._next_ip = 10
         for rt in BUILTIN_TYPES:
             self.types[(rt.group, rt.version, rt.plural)] = rt
@@ -473,6 +492,19 @@ class Cluster:
                             "Invalid value",
                             "name is neither a standard finalizer name nor is it fully qualified",
                             go_quote(fin),
+                        )
+                    )
+        if rt.group == "admissionregistration.k8s.io" and rt.kind in admission.WEBHOOK_CONFIG_KINDS:
+            # admissionregistration/validation: the only check of a webhook the emulator makes
+            for i, hook in enumerate(obj.get("webhooks") or []):
+                timeout = hook.get("timeoutSeconds") if isinstance(hook, dict) else None
+                if isinstance(timeout, int) and not 1 <= timeout <= 30:
+                    errs.append(
+                        FieldError(
+                            f"webhooks[{i}].timeoutSeconds",
+                            "Invalid value",
+                            "the timeout value must be between 1 and 30 seconds",
+                            str(timeout),
                         )
                     )
         if rt.group == "apiregistration.k8s.io" and rt.plural == "apiservices":
@@ -1246,6 +1278,8 @@ class Cluster:
 
     # -- delete -------------------------------------------------------------------------------------
     def delete(self, rt: ResourceType, namespace: str, name: str, opts: DeleteOptions, ctx: Ctx) -> Result:
+        if rt.group == "" and rt.plural == "namespaces" and not ctx.admitted:
+            self._admit_namespace_delete(rt, name, opts, ctx)
         with self.store.lock:
             ns = namespace if rt.namespaced else ""
             entry = self.store.get(rt.key, ns, name)
@@ -1258,6 +1292,40 @@ class Cluster:
                 if not entry.obj["metadata"].get("deletionTimestamp"):
                     return self._delete_crd_first(rt, name, entry, opts, ctx)
             return self._store_delete(rt, ns, name, entry=entry, opts=opts, ctx=ctx)
+
+    def _admit_namespace_delete(self, rt: ResourceType, name: str, opts: DeleteOptions, ctx: Ctx) -> None:
+        """Admission of the first DELETE of a namespace: NamespaceLifecycle and the simulated webhooks
+        under the lock, then the webhooks the emulator calls for real (webhookcalls.py) outside it, as
+        they may call this API server back. Their warnings go on the answer."""
+        with self.store.lock:
+            entry = self.store.get(rt.key, "", name)
+            if entry is None or entry.obj["metadata"].get("deletionTimestamp"):
+                return  # the write path answers (404, or a later DELETE, which admission does not see)
+            self._uid_rv_preconditions(rt, name, entry, opts)
+            admission.namespace_lifecycle_delete(rt, name)
+            identity = ctx.identity
+            review = webhookcalls.Review(
+                name=name,
+                old_object=canonical(entry.copy()),
+                user_info=identity.as_dict() if identity is not None else {"username": ctx.user},
+                options=opts.as_options(dry_run=ctx.dry_run),
+                dry_run=ctx.dry_run,
+            )
+            for webhook_phase in ("mutating", "validating"):
+                admission.run_webhooks(
+                    self,
+                    webhook_phase,
+                    "DELETE",
+                    rt,
+                    sub=None,
+                    namespace="",
+                    obj=entry.obj,
+                    dry_run=ctx.dry_run,
+                    review=review,
+                )
+        if review.remote:
+            ctx.warnings.extend(webhookcalls.dispatch(review))
+        ctx.admitted = True
 
     def _uid_rv_preconditions(self, rt: ResourceType, name: str, entry: Entry, opts: DeleteOptions) -> None:
         """Namespace/CRD REST.Delete: precondition failures worded on the resource."""
@@ -1286,11 +1354,12 @@ class Cluster:
         obj = entry.copy()
         meta = obj["metadata"]
         if not meta.get("deletionTimestamp"):
-            admission.namespace_lifecycle_delete(rt, name)
-            for webhook_phase in ("mutating", "validating"):
-                admission.run_webhooks(
-                    self, webhook_phase, "DELETE", rt, sub=None, namespace="", obj=obj, dry_run=ctx.dry_run
-                )
+            if not ctx.admitted:
+                admission.namespace_lifecycle_delete(rt, name)
+                for webhook_phase in ("mutating", "validating"):
+                    admission.run_webhooks(
+                        self, webhook_phase, "DELETE", rt, sub=None, namespace="", obj=obj, dry_run=ctx.dry_run
+                    )
             meta["deletionTimestamp"] = self.now()
             obj.setdefault("status", {})["phase"] = "Terminating"
             fins = list(meta.get("finalizers") or [])
@@ -1314,9 +1383,9 @@ class Cluster:
             else:
                 meta.pop("finalizers", None)
             if ctx.dry_run:
-                return Result(self._status_code(opts, False), canonical(obj))
+                return Result(self._status_code(opts, False), canonical(obj), ctx.warnings)
             stored = self.store.put(rt.key, obj, created=False)
-            return Result(self._status_code(opts, False), stored.raw)
+            return Result(self._status_code(opts, False), stored.raw, ctx.warnings)
         if (obj.get("spec") or {}).get("finalizers"):
             if self.options.get("legacy_namespace_delete_conflict"):
                 # servers before 1.17 (kubernetes/kubernetes#84122) answered a repeated delete with 409

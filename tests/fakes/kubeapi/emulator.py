@@ -226,6 +226,14 @@ class Emulator:
             group, version, resources, honours_discovery_accept=honours_discovery_accept
         )
 
+    # -- webhook backends ----------------------------------------------------------------------------
+    def route_service(self, namespace: str, name: str, address: tuple[str, int], *, port: int = 443) -> None:
+        """Serve the Service ``namespace/name`` (its ``port``) at ``address`` (a local ``(host, port)``):
+        a validating webhook of a namespace DELETE whose ``clientConfig.service`` names it is then called
+        there for real, over TLS, its certificate verified for ``<name>.<namespace>.svc``. The Service must
+        still exist with a ready endpoint (and not be in ``knobs.unreachable_services``)."""
+        self.cluster.service_routes[(namespace, name, port)] = (address[0], int(address[1]))
+
     # -- controllers ------------------------------------------------------------------------------
     def register_controller(self, ctrl: Controller) -> None:
         self.controllers.append(ctrl)

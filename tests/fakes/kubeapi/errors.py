@@ -30,6 +30,7 @@ class ApiError(Exception):
         self.raw = raw
         self.content_type = content_type
         self.headers = headers or {}
+        self.warnings: list[str] = []  # answered as Warning headers, as on a success
 
     def status(self) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -10,6 +10,7 @@ import struct
 import threading
 import time
 import traceback
+import unicodedata
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
@@ -138,6 +139,38 @@ def warning_header(text: str) -> str:
     return f'299 - "{escaped}"'
 
 
+WARNINGS_TOTAL_RUNES, WARNING_ITEM_RUNES = 4 * 1024, 256
+
+
+def recorded_warnings(texts: list[str]) -> list[str]:
+    """The warnings a response carries, as ``endpoints/filters/warning.go``'s recorder keeps them: empty
+    ones dropped, duplicates once, one with a control character dropped (``NewWarningHeader`` refuses
+    it); past 4096 characters in all, every warning cut to 256 and those past 4096 again dropped."""
+    ordered: list[str] = []
+    for text in texts:
+        if text and text not in ordered:
+            ordered.append(text)
+    out: list[str] = []
+    written, truncating = 0, False
+    for index, text in enumerate(ordered):
+        if truncating and written >= WARNINGS_TOTAL_RUNES:
+            break
+        item = text[:WARNING_ITEM_RUNES] if truncating else text
+        if any(unicodedata.category(c) == "Cc" for c in item):
+            continue
+        if written + len(item) <= WARNINGS_TOTAL_RUNES or truncating:
+            written += len(item)
+            out.append(item)
+            continue
+        truncating, written, out = True, 0, []
+        for earlier in ordered[: index + 1]:
+            cut = earlier[:WARNING_ITEM_RUNES]
+            if not any(unicodedata.category(c) == "Cc" for c in cut):
+                written += len(cut)
+                out.append(cut)
+    return out
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kube-emulator"
@@ -185,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", content_type)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
-        for w in warnings or []:
+        for w in recorded_warnings(warnings or []):
             self.send_header("Warning", warning_header(w))
         self.send_header("Content-Length", str(len(raw)))
         # one write for headers and body (no Nagle/delayed-ACK stall between two small segments)
@@ -201,7 +234,7 @@ class Handler(BaseHTTPRequestHandler):
         super().send_response(code, message)
 
     def _send_error(self, err: ApiError) -> None:
-        self._send(err.code, err.body(), err.content_type, err.headers)
+        self._send(err.code, err.body(), err.content_type, err.headers, warnings=err.warnings)
 
     def _trickle(self, interval: float, *, headers: bool = False) -> None:
         """A 200 with a body of 64 MiB announced, sent a byte at a time (knobs.trickle); or, with
@@ -615,6 +648,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def _dry_run(self, req: RequestState, kind: str) -> bool:
         values = req.query_lists.get("dryRun")
+        if kind == "DeleteOptions" and req.body:
+            # handlers/delete.go: a DeleteOptions body is read instead of the query (kubectl sends one)
+            body = self._json_body(req)
+            if isinstance(body, dict) and "dryRun" in body:
+                values = [str(v) for v in body.get("dryRun") or []]
         if not values:
             return False
         bad = [v for v in values if v != "All"]
@@ -760,7 +798,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if verb == "delete":
             assert rr.name is not None
-            ctx = Ctx(req.user, self._dry_run(req, "DeleteOptions"))
+            ctx = Ctx(req.user, self._dry_run(req, "DeleteOptions"), admin=req.admin, identity=req.identity)
             opts = DeleteOptions.parse(self._json_body(req), req.query)
             res = cluster.delete(rt, ns, rr.name, opts, ctx)
             self._reply(req, rt, res)
