@@ -511,6 +511,60 @@ def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
     return PRECHECK_CLEAR
 
 
+def _admission_target(args: argparse.Namespace, ctx: Context) -> ClusterTarget:
+    """The cluster of `admission serve`: the kubeconfig found as kubectl finds it, else, in a pod (no
+    kubeconfig anywhere, KUBERNETES_SERVICE_HOST set), the in-cluster configuration."""
+    from bot.kube.connecting import ClusterTarget
+
+    try:
+        return _select_cluster(args, ctx)
+    except UserError:
+        if args.kubeconfig or args.context or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            raise
+    return ClusterTarget(name=ClusterName("in-cluster"), in_cluster=True)
+
+
+def cmd_admission_serve(args: argparse.Namespace, ctx: Context) -> int:
+    """The namespace-delete admission webhook alone, for one cluster: no Slack, no database (issue 38 §7)."""
+    from bot.admission.server import AdmissionServer, Certificates, check_pair
+    from bot.kube.connecting import ConnectionCache
+    from bot.services.admission import MAX_BUDGET, Reviewer, cluster_check
+
+    if not 0 < args.budget <= MAX_BUDGET:
+        raise UserError(f"--budget must be more than 0 and at most {MAX_BUDGET:g} seconds (the API server allows 30)")
+    if not 0 <= args.port <= 65535:
+        raise UserError("--port must be a port number, 0-65535 (0: any free port)")
+    check_pair(args.cert, args.key)
+    target = _admission_target(args, ctx)
+    connections = ConnectionCache()
+    try:
+        with connections.lease(target):  # a kubeconfig or context that cannot work is said now (exit 2)
+            pass
+        reviewer = Reviewer(cluster_check(target, connections), budget=args.budget, mode=args.mode)
+        try:
+            server = AdmissionServer(reviewer, Certificates(args.cert, args.key), args.address, args.port)
+            try:
+                host, port = server.bind()
+            except OSError as e:
+                raise UserError(f"cannot listen on {args.address}:{args.port}: {e.strerror or e}") from None
+            server.stop_on_signals()
+            log.info(
+                "admission: serving https://%s:%d/admission/namespaces for cluster %s (mode %s, budget %g s)",
+                host,
+                port,
+                target.name,
+                args.mode,
+                args.budget,
+            )
+            server.serve()
+        finally:
+            reviewer.close()
+    finally:
+        connections.close()
+    log.info("admission: stopped")
+    return 0
+
+
 @contextmanager
 def _without_cycle_collection() -> Iterator[None]:
     """The cyclic garbage collector paused for the `with` block (one diagnosis of a command).
@@ -998,6 +1052,53 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     precheck.add_argument("--timeout", type=float, default=20.0, metavar="SECONDS", help="overall deadline")
     precheck.set_defaults(handler=cmd_precheck)
 
+    admission = commands.add_parser(
+        "admission",
+        help="the namespace-delete admission webhook",
+        description="The namespace-delete admission webhook.",
+    )
+    admission_commands = admission.add_subparsers(dest="admission_command", metavar="COMMAND")
+    admission_commands.required = True
+    admission_serve = admission_commands.add_parser(
+        "serve",
+        help="serve the webhook alone for one cluster (no Slack, no database)",
+        description="Serve POST /admission/namespaces over TLS for one cluster, with no Slack and no database: "
+        "the API server calls it on each namespace DELETE, and it answers with warnings (kubectl prints them) "
+        "naming what would hold the namespace, from the same check as precheck. It never refuses a delete "
+        "unless --mode deny is chosen. Exit 2 on bad flags or files. See docs/admission.md.",
+    )
+    admission_serve.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="this kubeconfig (default, as kubectl: $KUBECONFIG, else ~/.kube/config, else in-cluster)",
+    )
+    admission_serve.add_argument(
+        "--context", metavar="NAME", help="the kubeconfig's context (default: its current one)"
+    )
+    admission_serve.add_argument("--cert", required=True, metavar="FILE", help="the serving certificate (PEM)")
+    admission_serve.add_argument("--key", required=True, metavar="FILE", help="its private key (PEM)")
+    admission_serve.add_argument("--port", type=int, default=8443, metavar="N", help="the TLS port (default 8443)")
+    admission_serve.add_argument(
+        "--address",
+        default="0.0.0.0",  # noqa: S104 (a webhook is called by the API server, from outside the pod)
+        metavar="ADDRESS",
+        help="the address to listen on (default 0.0.0.0)",
+    )
+    admission_serve.add_argument(
+        "--budget",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="the time the check of one delete may take, at most 28 (default 3); the answer comes within it",
+    )
+    admission_serve.add_argument(
+        "--mode",
+        choices=["warn", "deny"],
+        default="warn",
+        help="warn (default): always allow, with warnings; deny: refuse a delete that would certainly get stuck",
+    )
+    admission_serve.set_defaults(handler=cmd_admission_serve, cluster=None)
+
     db = commands.add_parser("db", help="database schema migrations", description="Database schema migrations.")
     db_commands = db.add_subparsers(dest="db_command", metavar="ACTION")
     db_commands.required = True
@@ -1180,7 +1281,9 @@ def _set_up_logging(args: argparse.Namespace, err: TextIO) -> None:
 
     try:
         level, fmt = logs.resolve(
-            os.environ, flag=args.log_level, default_level="INFO" if args.command == "serve" else "WARNING"
+            os.environ,
+            flag=args.log_level,
+            default_level="INFO" if args.command in ("serve", "admission") else "WARNING",
         )
     except logs.LogSettingError as e:
         raise ConfigError("environment", e.variable, str(e)) from None

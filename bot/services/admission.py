@@ -1,0 +1,266 @@
+"""The namespace-delete admission review (issue 38): an AdmissionReview v1 in, the answer out.
+
+The API server calls a validating webhook before it persists a namespace DELETE; the answer may carry
+warnings, which kubectl prints (`Warning: ...`). The review's namespace is checked with the engine
+`nsstuck precheck` uses (`diagnose_namespace`, whose prediction says what deleting an Active namespace
+would meet), within a time budget:
+
+- only a DELETE of `namespaces` is checked; anything else is allowed without a word;
+- warn (the default): `allowed: true`, with one warning per predicted reason (at most three, each under
+  120 characters: the cause, the blocking object, "see `nsstuck precheck NS`"), none when nothing would
+  hold it, and "nsstuck could not finish checking within N s" when the evidence is incomplete, the cluster
+  did not answer, or the budget ran out (the answer is given at the budget, the check left to end on its
+  own deadline);
+- deny (chosen, never the default): a prediction that is certain (complete evidence and a blocking
+  reason, the precheck's exit 4) is refused, 403, the reason in the message, unless the namespace is
+  annotated `nsstuck.io/delete-anyway: "true"`; each denial and each let-through of a certain prediction
+  is one structured log line (who, which namespace, the prediction);
+- a dry-run review gets the same answer as the real one.
+
+Nothing here writes to the cluster: the check only reads, as `precheck` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bot.domain.findings import Diagnosis, Finding, NamespaceState, Prediction
+from bot.domain.refs import NAMESPACE_NAME
+from bot.errors import NsstuckError
+from bot.kube.collecting import CollectOptions
+from bot.kube.connecting import ClusterTarget, ConnectionCache
+from bot.services.diagnosing import diagnose_namespace
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "admission.k8s.io/v1"
+MODES = ("warn", "deny")
+Mode = Literal["warn", "deny"]
+DEFAULT_BUDGET = 3.0
+MAX_BUDGET = 28.0  # the API server allows a webhook 30 s at most
+MAX_WARNINGS = 3
+MAX_WARNING = 119  # characters: "under 120" (the API server cuts at 256 past 4 KiB in total)
+DELETE_ANYWAY = "nsstuck.io/delete-anyway"
+# what the engine may take of the budget for the collection; the rest is for the rules and the answer
+COLLECT_SHARE = 0.8
+# NamespaceLifecycle admission refuses to delete these before any webhook matters
+IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
+
+
+class BadReview(ValueError):
+    """A request that is not an AdmissionReview v1 this endpoint can answer (a 400, one line)."""
+
+
+@dataclass(frozen=True)
+class Review:
+    """The parts of an AdmissionReview's request that the answer depends on."""
+
+    uid: str
+    operation: str
+    resource: str
+    group: str
+    name: str
+    dry_run: bool
+    username: str
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def namespace_delete(self) -> bool:
+        return self.operation == "DELETE" and self.group == "" and self.resource == "namespaces"
+
+
+def parse_review(body: bytes) -> Review:
+    """The review of a request body; raises BadReview saying in one line what is wrong."""
+    try:
+        document = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadReview("the body is not JSON") from None
+    if not isinstance(document, dict) or document.get("kind") != "AdmissionReview":
+        raise BadReview("the body is not an AdmissionReview")
+    if document.get("apiVersion") != API_VERSION:
+        raise BadReview(f"only {API_VERSION} AdmissionReviews are answered (admissionReviewVersions: [v1])")
+    request = document.get("request")
+    if not isinstance(request, dict):
+        raise BadReview("the AdmissionReview has no request")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid or len(uid) > 128:
+        raise BadReview("the AdmissionReview's request has no uid")
+    resource = _mapping(request.get("resource"))
+    user = _mapping(request.get("userInfo"))
+    metadata = _mapping(_mapping(request.get("oldObject")).get("metadata"))
+    annotations = _mapping(metadata.get("annotations"))
+    name = request.get("name") or metadata.get("name") or ""
+    return Review(
+        uid=uid,
+        operation=_text(request.get("operation")),
+        resource=_text(resource.get("resource")),
+        group=_text(resource.get("group")),
+        name=_text(name),
+        dry_run=request.get("dryRun") is True,
+        username=_text(user.get("username"))[:256],
+        annotations={str(k): v for k, v in annotations.items() if isinstance(v, str)},
+    )
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The review's response: allowed or refused (403 with `message`), and the warnings."""
+
+    uid: str
+    allowed: bool = True
+    warnings: tuple[str, ...] = ()
+    message: str = ""
+
+    def to_review(self) -> dict[str, Any]:
+        response: dict[str, Any] = {"uid": self.uid, "allowed": self.allowed}
+        if self.warnings:
+            response["warnings"] = list(self.warnings)
+        if not self.allowed:
+            response["status"] = {"code": 403, "reason": "Forbidden", "message": self.message}
+        return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+# (namespace, budget in seconds) -> the diagnosis of the Active namespace, within about that budget
+Check = Callable[[str, float], Diagnosis]
+
+
+def cluster_check(target: ClusterTarget, connections: ConnectionCache | None = None) -> Check:
+    """The check `precheck` makes, on one cluster, with the collection bounded by most of the budget."""
+
+    def check(namespace: str, budget: float) -> Diagnosis:
+        deadline = max(0.2, budget * COLLECT_SHARE)
+        options = CollectOptions(deadline=deadline, call_timeout=deadline)
+        return diagnose_namespace(target, namespace, options=options, connections=connections).diagnosis
+
+    return check
+
+
+class Reviewer:
+    """Answers namespace-delete reviews for one cluster; the checks run in a pool of their own, so that an
+    answer is given at the budget whether or not its check has ended (that check ends on its deadline)."""
+
+    def __init__(self, check: Check, *, budget: float = DEFAULT_BUDGET, mode: Mode = "warn", checks: int = 8) -> None:
+        if not 0 < budget <= MAX_BUDGET:
+            raise ValueError(f"the budget must be more than 0 and at most {MAX_BUDGET:g} seconds")
+        if mode not in MODES:
+            raise ValueError(f"the mode is one of {', '.join(MODES)}")
+        self.check = check
+        self.budget = budget
+        self.mode = mode
+        self._pool = ThreadPoolExecutor(max_workers=checks, thread_name_prefix="admission-check")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def answer(self, review: Review) -> Answer:
+        if not review.namespace_delete or review.name in IMMORTAL:
+            return Answer(review.uid)
+        if not NAMESPACE_NAME.match(review.name):
+            return Answer(review.uid)  # the API server never sends one; nothing of it can be checked
+        started = time.monotonic()
+        diagnosis = self._checked(review.name)
+        prediction = _prediction(diagnosis)
+        if prediction is None:  # unfinished, unreachable or not Active: said only when it could not finish
+            unfinished = diagnosis is None
+            return Answer(review.uid, warnings=(self._unfinished(),) if unfinished else ())
+        warnings = self._warnings(review.name, prediction)
+        certain = prediction.would_block and prediction.complete
+        if certain and self.mode == "deny":
+            anyway = review.annotations.get(DELETE_ANYWAY) == "true"
+            self._record(review, prediction, "let-through" if anyway else "denied", time.monotonic() - started)
+            if not anyway:
+                return Answer(review.uid, allowed=False, warnings=warnings, message=_denial(review.name, prediction))
+        elif certain:
+            self._record(review, prediction, "let-through", time.monotonic() - started)
+        return Answer(review.uid, warnings=warnings)
+
+    def _checked(self, namespace: str) -> Diagnosis | None:
+        """The diagnosis made within the budget, or None (not finished in time, or the cluster failed)."""
+        future: Future[Diagnosis] = self._pool.submit(self.check, namespace, self.budget)
+        try:
+            return future.result(timeout=self.budget)
+        except TimeoutError:
+            future.cancel()
+            log.warning("admission: the check of %s did not finish within %g s", namespace, self.budget)
+        except NsstuckError as e:  # unreachable, unauthorized, a kubeconfig that no longer loads
+            log.warning("admission: the check of %s failed: %s", namespace, e)
+        except Exception:  # the answer is given all the same: a check must never refuse a delete by failing
+            log.exception("admission: the check of %s failed", namespace)
+        return None
+
+    def _unfinished(self) -> str:
+        return f"nsstuck could not finish checking within {self.budget:g} s"
+
+    def _warnings(self, namespace: str, prediction: Prediction) -> tuple[str, ...]:
+        blocking = [f for f in prediction.findings if f.blocking]
+        room = MAX_WARNINGS if prediction.complete else MAX_WARNINGS - 1
+        warnings = [warning(namespace, f) for f in blocking[:room]]
+        if not prediction.complete:
+            warnings.append(self._unfinished())
+        return tuple(dict.fromkeys(warnings))
+
+    def _record(self, review: Review, prediction: Prediction, decision: str, seconds: float) -> None:
+        """One structured line (JSON) per denial and per let-through of a certain prediction."""
+        finding = next(f for f in prediction.findings if f.blocking)
+        line = {
+            "event": "nsstuck.admission",
+            "decision": decision,
+            "mode": self.mode,
+            "user": review.username,
+            "namespace": review.name,
+            "dry_run": review.dry_run,
+            "prediction": {
+                "would_block": prediction.would_block,
+                "complete": prediction.complete,
+                "cause": finding.cause.value,
+                "objects": [o.display for o in finding.objects[:MAX_WARNINGS]],
+            },
+            "seconds": round(seconds, 3),
+        }
+        log.info("%s", json.dumps(line, sort_keys=True, ensure_ascii=True))
+
+
+def _prediction(diagnosis: Diagnosis | None) -> Prediction | None:
+    if diagnosis is None or diagnosis.state is not NamespaceState.ACTIVE:
+        return None
+    return diagnosis.prediction
+
+
+def warning(namespace: str, finding: Finding) -> str:
+    """`nsstuck: orphaned_finalizer: configmaps/leftover would hold it; see `nsstuck precheck NS``, under
+    120 characters: the object's name is shortened first, then the words around it."""
+    see = f"see `nsstuck precheck {namespace}`"
+    head = f"nsstuck: {finding.cause.value}: "
+    what = finding.objects[0].display if finding.objects else "the namespace"
+    more = f" (+{len(finding.objects) - 1})" if len(finding.objects) > 1 else ""
+    tail = f"{more} would hold it; {see}"
+    room = MAX_WARNING - len(head) - len(tail)
+    if room < 12:
+        tail = f"{more}; {see}"
+        room = MAX_WARNING - len(head) - len(tail)
+    if len(what) > room:
+        what = what[: max(room - 3, 1)] + "..."
+    return (head + what + tail)[:MAX_WARNING]
+
+
+def _denial(namespace: str, prediction: Prediction) -> str:
+    finding = next(f for f in prediction.findings if f.blocking)
+    objects = ", ".join(o.display for o in finding.objects[:MAX_WARNINGS]) or "the namespace"
+    return (
+        f"nsstuck: deleting {namespace} now would get stuck: {finding.cause.value}: {objects}; "
+        f"see `nsstuck precheck {namespace}`, or annotate the namespace {DELETE_ANYWAY}=true to delete it anyway"
+    )
