@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.domain.findings import Diagnosis, Finding, NamespaceState, Prediction
-from bot.domain.refs import NAMESPACE_NAME
+from bot.domain.refs import NAMESPACE_NAME, ObjectRef
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget, ConnectionCache
@@ -241,11 +241,11 @@ def _prediction(diagnosis: Diagnosis | None) -> Prediction | None:
 
 
 def warning(namespace: str, finding: Finding) -> str:
-    """`nsstuck: orphaned_finalizer: configmaps/leftover would hold it; see `nsstuck precheck NS``, under
+    """`nsstuck: orphaned_finalizer: configmap/leftover would hold it; see `nsstuck precheck NS``, under
     120 characters: the object's name is shortened first, then the words around it."""
     see = f"see `nsstuck precheck {namespace}`"
     head = f"nsstuck: {finding.cause.value}: "
-    what = finding.objects[0].display if finding.objects else "the namespace"
+    what = _short(finding.objects[0]) if finding.objects else "the namespace"
     more = f" (+{len(finding.objects) - 1})" if len(finding.objects) > 1 else ""
     tail = f"{more} would hold it; {see}"
     room = MAX_WARNING - len(head) - len(tail)
@@ -257,9 +257,14 @@ def warning(namespace: str, finding: Finding) -> str:
     return (head + what + tail)[:MAX_WARNING]
 
 
+def _short(ref: ObjectRef) -> str:
+    """`kiali/kiali`, `apiservice/v1beta1.metrics.k8s.io`: kubectl's TYPE/NAME, the kind for the type."""
+    return f"{ref.kind.lower()}/{ref.name}"
+
+
 def _denial(namespace: str, prediction: Prediction) -> str:
     finding = next(f for f in prediction.findings if f.blocking)
-    objects = ", ".join(o.display for o in finding.objects[:MAX_WARNINGS]) or "the namespace"
+    objects = ", ".join(_short(o) for o in finding.objects[:MAX_WARNINGS]) or "the namespace"
     return (
         f"nsstuck: deleting {namespace} now would get stuck: {finding.cause.value}: {objects}; "
         f"see `nsstuck precheck {namespace}`, or annotate the namespace {DELETE_ANYWAY}=true to delete it anyway"

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
+import json
 import os
 import re
+import socket
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator
@@ -38,6 +42,8 @@ class Endpoint:
     port: int
     log: Path
     ca: trustme.CA
+    cert: Path
+    key: Path
 
     @property
     def ca_bundle(self) -> str:
@@ -92,10 +98,60 @@ def endpoint(kubeconfig: Path, directory: Path, *args: str, ca: trustme.CA | Non
             return int(found.group(1)) if found else None
 
         port = wait_for(serving, 60, "admission serve to listen")
-        yield Endpoint(process, port, log, ca)
+        yield Endpoint(process, port, log, ca, cert, key)
     finally:
         stop(process)
     assert_no_resource_warning(log.read_text(errors="replace"), "nsstuck admission serve")
+
+
+def post(served: Endpoint, body: bytes, path: str = "/admission/namespaces") -> tuple[int, bytes, float]:
+    """POST `body` to the endpoint over TLS (its CA trusted): the status, the body, the seconds it took."""
+    context = ssl.create_default_context()
+    served.ca.configure_trust(context)
+    started = time.monotonic()
+    connection = http.client.HTTPSConnection("127.0.0.1", served.port, context=context, timeout=30)
+    try:
+        connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.read(), time.monotonic() - started
+    finally:
+        connection.close()
+
+
+def review(name: str, *, operation: str = "DELETE", resource: str = "namespaces", **request: Any) -> bytes:
+    """An AdmissionReview v1 as the API server sends one for `operation` of `name`."""
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": f"uid-{name}-{operation}",
+                "kind": {"group": "", "version": "v1", "kind": "Namespace"},
+                "resource": {"group": "", "version": "v1", "resource": resource},
+                "name": name,
+                "namespace": name,
+                "operation": operation,
+                "userInfo": {"username": "alice@example.com", "groups": ["system:authenticated"]},
+                "object": None,
+                "oldObject": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                "dryRun": False,
+                **request,
+            },
+        }
+    ).encode()
+
+
+def served_certificate(served: Endpoint) -> bytes:
+    """The certificate (DER) the endpoint presents in a handshake now."""
+    context = ssl.create_default_context()
+    served.ca.configure_trust(context)
+    with (
+        socket.create_connection(("127.0.0.1", served.port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return der
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
