@@ -13,6 +13,7 @@ import json
 import ssl
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from http.client import HTTPSConnection
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,22 @@ def test_bad_input_gets_a_clear_400_and_changes_nothing(
     assert len(data.decode().splitlines()) == 1
     assert emu.journal.entries() == []  # not a request to the cluster
     assert post(warn, b"", path="/other")[0] == 404
+
+
+def test_healthz_answers_ok(warn: Endpoint) -> None:
+    context = ssl.create_default_context()
+    warn.ca.configure_trust(context)
+    connection = HTTPSConnection("127.0.0.1", warn.port, context=context, timeout=10)
+    try:
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        assert (response.status, response.read()) == (200, b"ok\n")
+        connection.request("GET", "/admission/namespaces")
+        response = connection.getresponse()
+        assert response.status == 405
+        assert response.read() == b"method not allowed: the endpoint is POST /admission/namespaces\n"
+    finally:
+        connection.close()
 
 
 def test_the_certificate_is_reloaded_when_its_files_change(warn: Endpoint, tmp_path: Path) -> None:
