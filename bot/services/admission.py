@@ -242,19 +242,23 @@ def _prediction(diagnosis: Diagnosis | None) -> Prediction | None:
 
 def warning(namespace: str, finding: Finding) -> str:
     """`nsstuck: orphaned_finalizer: configmap/leftover would hold it; see `nsstuck precheck NS``, under
-    120 characters: the object's name is shortened first, then the words around it."""
+    120 characters: the object's name is shortened first, then the words around it; with the longest names
+    (a namespace of 63 characters and a long cause) the hint is `see `nsstuck precheck``."""
     see = f"see `nsstuck precheck {namespace}`"
-    head = f"nsstuck: {finding.cause.value}: "
     what = _short(finding.objects[0]) if finding.objects else "the namespace"
     more = f" (+{len(finding.objects) - 1})" if len(finding.objects) > 1 else ""
-    tail = f"{more} would hold it; {see}"
-    room = MAX_WARNING - len(head) - len(tail)
-    if room < 12:
-        tail = f"{more}; {see}"
+    cause = finding.cause.value
+    shapes = (
+        (f"nsstuck: {cause}: ", f"{more} would hold it; {see}", 12),
+        (f"{cause}: ", f"{more}; {see}", 4),
+        (f"{cause}: ", "; see `nsstuck precheck`", 4),
+    )
+    for head, tail, least in shapes:
         room = MAX_WARNING - len(head) - len(tail)
-    if len(what) > room:
-        what = what[: max(room - 3, 1)] + "..."
-    return (head + what + tail)[:MAX_WARNING]
+        if room >= min(least, len(what)):
+            shown = what if len(what) <= room else what[: room - 3] + "..."
+            return head + shown + tail
+    return f"{cause}: see `nsstuck precheck`"[:MAX_WARNING]
 
 
 def _short(ref: ObjectRef) -> str:
