@@ -12,6 +12,7 @@ from bot.diagnosis import (
     deletion_errors,
     discovery,
     finalizers,
+    gitops,
     namespace_finalizers,
     pods,
     policies,
@@ -44,6 +45,7 @@ CAUSE_ORDER = [
     Cause.DELETION_ERROR,
     Cause.NAMESPACE_FINALIZER,
     Cause.UNKNOWN,
+    Cause.GITOPS_OWNER,
     Cause.CONTENT_DELETING,
 ]
 
@@ -90,8 +92,9 @@ def diagnose(snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_P
         found.extend(webhooks.collection_suspects(ctx, human_duration(timedelta(seconds=seconds))))
     if not any(f.blocking for f in found):
         found.extend(_unexplained(ctx, seconds, has_findings=bool(found)))
+    found.extend(gitops.findings(ctx, predicting=False))
     found.sort(key=lambda f: (not f.blocking, CAUSE_ORDER.index(f.cause)))
-    found = guard(ctx, _with_last_resort(ctx, found))
+    found = gitops.first(guard(ctx, _with_last_resort(ctx, found)))
     return replace(
         base,
         state=NamespaceState.TERMINATING,

@@ -35,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from bot.diagnosis import apiservices, catalogue, controllers, discovery, finalizers, remedies, webhooks
+from bot.diagnosis import apiservices, catalogue, controllers, discovery, finalizers, gitops, remedies, webhooks
 from bot.diagnosis.admission import DELETE, UPDATE, Write, webhook_matches
 from bot.diagnosis.catalogue_model import Owner, RunsIn
 from bot.diagnosis.context import Context, Held, still_deleting
@@ -77,8 +77,10 @@ def predict(ctx: Context, order: Sequence[Cause]) -> Prediction:
     for finding, gap in _url_webhooks(ctx):
         found.append(finding)
         gaps.append(gap)
+    found.extend(gitops.findings(ctx, predicting=True))
     found.sort(key=lambda f: (not f.blocking, order.index(f.cause)))
-    return Prediction(findings=tuple(_before_the_delete(f) for f in guard(ctx, found)), gaps=tuple(gaps))
+    kept = [_before_the_delete(f) for f in guard(ctx, found)]
+    return Prediction(findings=tuple(gitops.first(kept)), gaps=tuple(gaps))
 
 
 def _before_the_delete(finding: Finding) -> Finding:

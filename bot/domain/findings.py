@@ -40,6 +40,9 @@ class Cause(StrEnum):
     DISCOVERY_FAILURE = "discovery_failure"
     DELETION_ERROR = "deletion_error"
     CONTENT_DELETING = "content_deleting"
+    # an Argo CD Application or a Flux Kustomization/HelmRelease manages the namespace or its content and
+    # would re-create it on its next sync (issue 38 §5; an addition to §2): not a block, a warning
+    GITOPS_OWNER = "gitops_owner"
     UNKNOWN = "unknown"
 
 

@@ -176,6 +176,7 @@ _OBJECT_LISTS = (
     "roles",
     "role_bindings",
     "cluster_service_versions",
+    "gitops_owners",
 )
 
 
@@ -227,6 +228,12 @@ class NamespaceSnapshot:
     role_bindings: tuple[KubeObject, ...] = ()
     cluster_service_versions: tuple[KubeObject, ...] = ()
     owner_reads: tuple[str, ...] = ()
+    # issue 38 §5: the Argo CD Applications, Flux Kustomizations and HelmReleases of the kinds the namespace's
+    # or its content's labels and annotations name (`bot.domain.gitops`), trimmed (`trim_owner`); listed only
+    # for such marks, and `gitops_reads` names the lists that answered (resource names): a kind marked
+    # but not read had no CRD (404) or is a gap
+    gitops_owners: tuple[KubeObject, ...] = ()
+    gitops_reads: tuple[str, ...] = ()
     gaps: tuple[Gap, ...] = ()
     # what the controllers of blocking objects logged about them (quoted, redacted lines and counts only,
     # never the log), or why their logs could not be read (issue 37 §2)
@@ -287,6 +294,8 @@ class NamespaceSnapshot:
             out["for_prediction"] = True
         if self.owner_reads:
             out["owner_reads"] = list(self.owner_reads)
+        if self.gitops_reads:
+            out["gitops_reads"] = list(self.gitops_reads)
         if self.controller_logs:
             out["controller_logs"] = [c.to_json() for c in self.controller_logs]
         if self.earlier:
@@ -314,6 +323,7 @@ class NamespaceSnapshot:
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             for_prediction=bool(data.get("for_prediction", False)),
             owner_reads=tuple(str(r) for r in data.get("owner_reads") or ()),
+            gitops_reads=tuple(str(r) for r in data.get("gitops_reads") or ()),
             controller_logs=tuple(ControllerLog.from_json(c) for c in data.get("controller_logs") or ()),
             earlier=tuple(Observation.from_json(o) for o in data.get("earlier") or ()),
             **lists,

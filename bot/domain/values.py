@@ -129,7 +129,9 @@ def without_env_values(pod: KubeObject) -> KubeObject:
 # Helm's release of an object (a CRD's, a workload's): who installed it, for finding a finalizer's controller
 HELM_RELEASE_NAME = "meta.helm.sh/release-name"
 HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
-KEPT_ANNOTATIONS: frozenset[str] = frozenset({HELM_RELEASE_NAME, HELM_RELEASE_NAMESPACE})
+# Argo CD's resource tracking (bot.domain.gitops.TRACKING_ID): which Application applied the object
+ARGOCD_TRACKING_ID = "argocd.argoproj.io/tracking-id"
+KEPT_ANNOTATIONS: frozenset[str] = frozenset({HELM_RELEASE_NAME, HELM_RELEASE_NAMESPACE, ARGOCD_TRACKING_ID})
 # what stands in a command line for a value that is not kept
 REDACTED = "<redacted>"
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")

@@ -40,6 +40,7 @@ from bot.domain import conditions as ns_conditions
 from bot.domain.events import newest_first
 from bot.domain.events import view as event_view
 from bot.domain.findings import Gap
+from bot.domain.gitops import OWNER_KINDS, OwnerKind, marked_kinds, trim_owner
 from bot.domain.refs import ClusterName, KubeObject, deletion_time, finalizers_of, meta, service_of_address
 from bot.domain.snapshot import GroupVersionStatus, NamespaceSnapshot, ResourceType, labels_of
 from bot.domain.values import is_value_resource, metadata_only, snapshot_safe, without_values
@@ -191,6 +192,8 @@ class _Namespace:
         self.owner_search = False
         self.roles: list[KubeObject] = []
         self.role_bindings: list[KubeObject] = []
+        # issue 38 §5: the GitOps owner kinds the namespace's or its content's marks asked to list
+        self.gitops_kinds: set[OwnerKind] = set()
         # not being deleted: collected for a prediction of what its deletion will meet
         self.active = base.namespace_object is not None and deletion_time(base.namespace_object) is None
 
@@ -1032,6 +1035,11 @@ class _Run:
         self.cluster_roles: list[KubeObject] = []
         self.cluster_role_bindings: list[KubeObject] = []
         self.csvs: list[KubeObject] = []
+        # issue 38 §5: per GitOps owner kind, the cluster-wide list (asked once, when a mark asks for it), the
+        # namespaces that asked (a failed or late read is a gap in them alone), and the gap of a failed read
+        self.gitops_items: dict[OwnerKind, list[KubeObject]] = {}
+        self.gitops_scope: dict[OwnerKind, list[_Namespace]] = {}
+        self.gitops_failed: dict[OwnerKind, Gap] = {}
 
     def add_namespaces(self, bases: Sequence[NamespaceSnapshot]) -> None:
         """The namespaces collected (before `collect`, and before any answer is handed over by the loop)."""
@@ -1119,6 +1127,8 @@ class _Run:
         )
         for ns in self.namespaces:
             self._list_events(ns)
+            if ns.base.namespace_object is not None:
+                self._want_gitops(ns, marked_kinds(ns.base.namespace_object))
         late = loop.run()
         deadline = self.c.options.deadline
         for label, scope in late:
@@ -1158,6 +1168,7 @@ class _Run:
                 **self._services_of(ns),
                 gaps=tuple(sorted(ns.gaps, key=lambda g: (g.what, g.reason, g.detail))),
                 **self._owners_of(ns),
+                **self._gitops_of(ns),
                 **shared,
             )
             for ns in self.namespaces
@@ -1351,6 +1362,7 @@ class _Run:
         if items:
             ns.contents[rtype.key] = tuple(items)
             self._note_finalizers(ns, rtype, items)
+            self._want_gitops(ns, {kind for item in items for kind in marked_kinds(item)})
         if rtype.key not in FULL_CONTENTS and not is_value_resource(rtype.group, rtype.resource):
             for index, item in enumerate(items):
                 if ns.watched(item) and ns.full_reads < FULL_READS:
@@ -1748,6 +1760,47 @@ class _Run:
             what = f"list {resource} in {ns.name} (controller discovery)"
             call = partial(self.c._list, loop, f"{rbac}/namespaces/{quote(ns.name)}/{resource}", kind=kind)
             loop.add(what, call, kept(into, trimmer), gap(what), (ns,))
+
+    # -- GitOps owners (bot.diagnosis.gitops) -------------------------------------------------------
+
+    def _want_gitops(self, ns: _Namespace, kinds: set[OwnerKind]) -> None:
+        """List, once for the cluster, the owner kinds an object's marks ask for (an Application for Argo CD's
+        tracking annotation or instance label, a Kustomization or HelmRelease for Flux's labels). A cluster
+        without the CRD answers 404: nothing to see, not a gap; any other failure is a gap of the namespaces
+        that asked."""
+        for kind in sorted(kinds - ns.gitops_kinds, key=lambda k: k.resource):
+            ns.gitops_kinds.add(kind)
+            scope = self.gitops_scope.setdefault(kind, [])
+            scope.append(ns)
+            if kind in self.gitops_failed:
+                ns.gaps.append(self.gitops_failed[kind])
+            if len(scope) > 1:
+                continue  # asked already
+            what = f"list {kind.resource}.{kind.group} (GitOps owners)"
+
+            def failed(error: CallError, kind: OwnerKind = kind, what: str = what) -> None:
+                if error.status == 404:
+                    return
+                gap = Gap(what=what, reason=_reason(error), detail=error.message)
+                self.gitops_failed[kind] = gap
+                for asking in self.gitops_scope[kind]:
+                    asking.gaps.append(gap)
+
+            def answered(items: list[KubeObject], kind: OwnerKind = kind) -> None:
+                self.gitops_items[kind] = sorted((trim_owner(i) for i in items), key=_namespaced_name)
+
+            call = partial(self.c._list, self.loop, kind.path, kind=f"{kind.kind}List")
+            self.loop.add(what, call, answered, failed, scope)
+
+    def _gitops_of(self, ns: _Namespace) -> dict[str, Any]:
+        if not ns.gitops_kinds:
+            return {}
+        kinds = [k for k in OWNER_KINDS if k in ns.gitops_kinds]
+        return {
+            "gitops_owners": tuple(o for k in kinds for o in self.gitops_items.get(k, ())),
+            # the lists answered (a kind asked for and not here: its CRD is not installed, or the read is a gap)
+            "gitops_reads": tuple(k.resource for k in kinds if k in self.gitops_items),
+        }
 
     def _owners_of(self, ns: _Namespace) -> dict[str, Any]:
         """What the search read, for a namespace that searched: the roles that grant on the types of its watched

@@ -67,6 +67,13 @@ READS: dict[str, tuple[Rule, ...]] = {
         ),
         Rule(("operators.coreos.com",), ("clusterserviceversions",), ("list",)),
     ),
+    # GitOps owners (issue 38 §5): the Argo CD Applications, Flux Kustomizations and HelmReleases that may
+    # re-create the namespace's content, listed only when its objects carry Argo CD's or Flux's marks
+    "gitops owners": (
+        Rule(("argoproj.io",), ("applications",), ("list",)),
+        Rule(("kustomize.toolkit.fluxcd.io",), ("kustomizations",), ("list",)),
+        Rule(("helm.toolkit.fluxcd.io",), ("helmreleases",), ("list",)),
+    ),
     # the Service behind an APIService or a webhook, its endpoints and its pods
     "backends": (
         Rule(("",), ("services", "endpoints"), ("get",)),
