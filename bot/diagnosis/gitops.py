@@ -183,8 +183,9 @@ def _finding(ctx: Context, claim: _Claim, *, predicting: bool) -> Finding:
         "instance label": f"label {INSTANCE}={claim.name}",
         "labels": f"labels {kind.name_label}={claim.name}, {kind.namespace_label}={claim.namespace}",
     }
+    carry = "carries" if len(claim.objects) == 1 else "carry"
     evidence = [
-        f"{marked} carry the {' and '.join(marks[h] for h in sorted(claim.how))}, naming {kind.tool} "
+        f"{marked} {carry} the {' and '.join(marks[h] for h in sorted(claim.how))}, naming {kind.tool} "
         f"{kind.kind} {claim.name}"
     ]
     owner, elsewhere = _match(ctx, claim)
@@ -211,7 +212,7 @@ def _finding(ctx: Context, claim: _Claim, *, predicting: bool) -> Finding:
         return Finding(
             cause=Cause.GITOPS_OWNER,
             blocking=False,
-            summary=f"unconfirmed: {marked} carry the marks of {words}, but no {kind.kind} was found to confirm it; "
+            summary=f"unconfirmed: {marked} {carry} the marks of {words}, but no {kind.kind} was found to confirm it; "
             f"if {kind.tool} manages it, it may re-create what the delete removes",
             objects=tuple(claim.objects[:MAX_OBJECTS]),
             evidence=tuple(evidence),
@@ -260,7 +261,7 @@ def _finding(ctx: Context, claim: _Claim, *, predicting: bool) -> Finding:
         cause=Cause.GITOPS_OWNER,
         blocking=False,
         summary=f"{words} manages {marked} and {verb} what the delete removes on its next sync: delete or suspend "
-        f"the {kind.kind} {owner_name} first",
+        f"the {kind.kind} {owner_ns}/{owner_name} first",
         objects=objects,
         evidence=tuple(evidence),
         remedies=(owner_remedy(kind, owner_ns, owner_name, ns, commands, predicting=predicting),),
