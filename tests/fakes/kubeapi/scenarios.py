@@ -55,6 +55,7 @@ Cause = Literal[
     "finalizer_deadlock",
     "cleanup_failing",
     "content_deleting",
+    "gitops_owner",
     "unknown",
 ]
 RemedyAction = Literal[
@@ -647,6 +648,66 @@ def _seed003_kiali(emu: Any) -> None:
     _kiali_cr(api, ns)
     run_for(emu, 30)
     # the Kiali operator was uninstalled (helm uninstall kiali-operator) before the Kiali CR
+    api.delete_namespace(ns)
+    run_for(emu, 90, step=30)
+
+
+def _gitops_owned(emu: Any) -> None:
+    """Issue 38 §5: a namespace Argo CD deploys to (its tracking annotation, an Application with automated
+    sync and selfHeal) whose content Flux manages too (a Kustomization's and a HelmRelease's labels), held by
+    a Kiali CR whose operator is gone: the blocking finalizer, and the owners that would re-create it."""
+    api = _start(emu)
+    api.crd("argoproj.io", "applications", "Application", version="v1alpha1")
+    api.crd("kustomize.toolkit.fluxcd.io", "kustomizations", "Kustomization", version="v1")
+    api.crd("helm.toolkit.fluxcd.io", "helmreleases", "HelmRelease", version="v2")
+    _kiali_crd(api)
+    for owners in ("argocd", "flux-system"):
+        api.ensure_namespace(owners)
+    ns = "storefront"
+    api.create(
+        "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications",
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "metadata": {"name": ns, "namespace": "argocd"},
+            "spec": {
+                "project": "default",
+                "source": {"repoURL": "https://git.example.com/apps.git", "path": ns, "targetRevision": "HEAD"},
+                "destination": {"server": "https://kubernetes.default.svc", "namespace": ns},
+                "syncPolicy": {"automated": {"prune": True, "selfHeal": True}, "syncOptions": ["CreateNamespace=true"]},
+            },
+        },
+    )
+    flux = (
+        ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "Kustomization", "storefront-infra"),
+        ("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease", "storefront-cache"),
+    )
+    for group, version, plural, kind, name in flux:
+        spec: JSON = {"interval": "10m", "targetNamespace": ns}
+        if kind == "Kustomization":
+            spec |= {"path": f"./infra/{ns}", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "infra"}}
+        else:
+            spec |= {
+                "releaseName": name,
+                "driftDetection": {"mode": "enabled"},
+                "chart": {"spec": {"chart": "redis", "sourceRef": {"kind": "HelmRepository", "name": "charts"}}},
+            }
+        body = {
+            "apiVersion": f"{group}/{version}",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "flux-system"},
+        }
+        api.create(f"/apis/{group}/{version}/namespaces/flux-system/{plural}", {**body, "spec": spec})
+    api.namespace(ns, annotations={"argocd.argoproj.io/tracking-id": f"{ns}:/Namespace:/{ns}"})
+    for group, _, _, _, name in flux:
+        labels = {f"{group}/name": name, f"{group}/namespace": "flux-system"}
+        api.create(
+            f"/api/v1/namespaces/{ns}/configmaps",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-settings", "labels": labels}},
+        )
+    run_for(emu, 5)
+    _kiali_cr(api, ns)
+    run_for(emu, 30)
     api.delete_namespace(ns)
     run_for(emu, 90, step=30)
 
@@ -2854,6 +2915,25 @@ def _scenarios() -> list[Scenario]:
                 causes=("orphaned_finalizer",),
                 blocking=(ObjectRef("Kiali", "kiali", "istio-system", "kiali.io/v1alpha1"),),
                 first_remedy="remove_finalizer",
+                conditions=conditions(
+                    remaining="Some resources are remaining: kialis.kiali.io has 1 resource instances",
+                    finalizers="Some content in the namespace has finalizers remaining: kiali.io/finalizer in 1 "
+                    "resource instances",
+                ),
+            ),
+        ),
+        Scenario(
+            name="gitops-owned-orphaned-finalizer",
+            title="a namespace Argo CD and Flux deploy to, held by a Kiali CR whose operator is gone",
+            description="storefront stays Terminating on kialis.kiali.io/kiali; Argo CD (selfHeal, "
+            "CreateNamespace) and Flux would re-create what the delete removes.",
+            build=_gitops_owned,
+            expected=Expected(
+                namespace="storefront",
+                state="terminating",
+                causes=("orphaned_finalizer", "gitops_owner"),
+                blocking=(ObjectRef("Kiali", "kiali", "storefront", "kiali.io/v1alpha1"),),
+                first_remedy="investigate",
                 conditions=conditions(
                     remaining="Some resources are remaining: kialis.kiali.io has 1 resource instances",
                     finalizers="Some content in the namespace has finalizers remaining: kiali.io/finalizer in 1 "
