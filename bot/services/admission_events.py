@@ -38,7 +38,7 @@ from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import CallError, Transport
 from bot.logs import carrying, log_context
 from bot.services.admission import Review
-from bot.services.diagnosing import Diagnoser
+from bot.services.diagnosing import Diagnoser, DiagnosisResult
 from bot.services.outbox import Outbox
 from bot.services.recording import record_unasked
 from bot.store.database import Database
@@ -97,6 +97,8 @@ class AdmissionEvents:
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         look_seconds: float = 5.0,
         interval: float = 0.2,
+        hold_seconds: float = 90.0,
+        again_seconds: float = 3.0,
         threads: int = 2,
     ) -> None:
         self.db = db
@@ -109,6 +111,8 @@ class AdmissionEvents:
         self.wall = wall
         self.look_seconds = look_seconds
         self.interval = interval
+        self.hold_seconds = hold_seconds
+        self.again_seconds = again_seconds
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="admission-after")
         self._lock = threading.Lock()
         self._telling: set[str] = set()  # namespace UIDs being looked at in this process
@@ -173,17 +177,13 @@ class AdmissionEvents:
         try:
             with self.db.unit_of_work() as uow:
                 if uid in uow.incidents.not_for_the_watch(self.cluster, [uid]):
+                    log.info("admission: the delete of %s was told already: not again", review.name)
                     return False  # told already (this replica or another), or resolved
             if not self._deleting(review.name, uid):
                 log.info("admission: %s was let through but is not being deleted: nothing to tell", review.name)
                 return False
-            try:
-                result = self.diagnoser(self.cluster, review.name)
-            except NsstuckError as e:
-                log.warning("admission: diagnosing %s after its delete failed: %s", review.name, e)
-                return False
-            summary = result.summary
-            if summary.state is not NamespaceState.TERMINATING or summary.namespace_uid != uid:
+            result = self._held(review.name, uid)
+            if result is None:
                 return False
             by = (DELETED_BY + (review.username or "unknown"))[:REQUESTED_BY_LIMIT]
             recorded = record_unasked(self.db, result, requested_by=by, post_channel=self.channel, at=self.wall())
@@ -197,6 +197,24 @@ class AdmissionEvents:
         finally:
             with self._lock:
                 self._telling.discard(uid)
+
+    def _held(self, name: str, uid: str) -> DiagnosisResult | None:
+        """The diagnosis of the deleted namespace once it names what holds it: in the first seconds after a
+        delete the engine sees content still being deleted (the namespace controller has not run yet, or
+        within SETTLING), so it is diagnosed again every `again_seconds` for up to `hold_seconds`; the last
+        one then, whatever it says. None: it is gone, made again, or the cluster stopped answering."""
+        ends = time.monotonic() + self.hold_seconds
+        while True:
+            try:
+                result = self.diagnoser(self.cluster, name)
+            except NsstuckError as e:
+                log.warning("admission: diagnosing %s after its delete failed: %s", name, e)
+                return None
+            summary = result.summary
+            if summary.state is not NamespaceState.TERMINATING or summary.namespace_uid != uid:
+                return None
+            if summary.cause is not None or time.monotonic() >= ends or self._closed.wait(self.again_seconds):
+                return result
 
     def _deleting(self, name: str, uid: str) -> bool:
         """Whether the namespace of that UID gets a deletionTimestamp within `look_seconds`."""
