@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from bot.domain.findings import Diagnosis
     from bot.kube.collecting import Progress
     from bot.kube.connecting import ClusterTarget
+    from bot.kube.registry import ClusterRegistry
+    from bot.services.diagnosing import Diagnoser
+    from bot.services.outbox import Outbox
     from bot.settings import AppConfig, Settings
     from bot.store.database import Database
     from bot.store.migrating import MigrationTarget
@@ -183,6 +187,16 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         raise ConfigError(
             "environment", "SLACK_SIGNING_SECRET", "required in HTTP mode (or set SLACK_APP_TOKEN for Socket Mode)"
         )
+    if settings.admission_port is not None:  # a webhook that cannot serve TLS is said before anything starts
+        from bot.admission.server import check_pair
+
+        assert settings.admission_cert is not None  # (the settings' check: with the port, both are set)
+        assert settings.admission_key is not None
+        check_pair(
+            str(settings.admission_cert),
+            str(settings.admission_key),
+            ("NSSTUCK_ADMISSION_CERT", "NSSTUCK_ADMISSION_KEY"),
+        )
     from functools import partial
 
     from bot.store import schema_version
@@ -305,6 +319,11 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         clock=clock,
         metrics=metrics,
     )
+    admission = (
+        None
+        if settings.admission_port is None
+        else _admission_door(ctx, db=db, clusters=clusters, diagnoser=diagnoser, outbox=outbox)
+    )
     gc.freeze()  # everything imported and built so far lives as long as the process: keep it out of the GC's way
     scheduler = scheduling.start(jobs, succeeded=metrics.job_succeeded)
 
@@ -323,7 +342,77 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         )
     finally:
         scheduling.stop(scheduler)
+        if admission is not None:
+            admission()
     return 0
+
+
+def _admission_door(
+    ctx: Context, *, db: Database, clusters: ClusterRegistry, diagnoser: Diagnoser, outbox: Outbox
+) -> Callable[[], None]:
+    """`serve`'s namespace-delete webhook (issue 38): `POST /admission/namespaces/CLUSTER` over TLS on
+    NSSTUCK_ADMISSION_PORT, one reviewer per registered cluster (its `admission:` mode and budget), each
+    decision followed up off the request path (`AdmissionEvents`). Serving in a thread of its own; the
+    function returned stops it."""
+    from bot.admission.server import AdmissionServer, Certificates
+    from bot.kube.connecting import ConnectionCache
+    from bot.services.admission import Reviewer, cluster_check
+    from bot.services.admission_events import AdmissionEvents, namespace_probe
+
+    settings, config = ctx.settings, ctx.config
+    assert settings.admission_port is not None
+    assert settings.admission_cert is not None
+    assert settings.admission_key is not None
+    connections = ConnectionCache()
+    probe = namespace_probe(clusters)
+    reviewers: dict[str, Reviewer] = {}
+    followers: list[AdmissionEvents] = []
+    for cluster in config.clusters:
+        events = AdmissionEvents(
+            db,
+            cluster=cluster.cluster_name,
+            mode=cluster.admission.mode,
+            channel=cluster.admission_channel,
+            probe=probe,
+            diagnoser=diagnoser,
+            outbox=outbox,
+        )
+        followers.append(events)
+        reviewers[cluster.name] = Reviewer(
+            cluster_check(clusters.target(cluster.cluster_name), connections),
+            budget=cluster.admission.budget_seconds,
+            mode=cluster.admission.mode,
+            heard=events.heard,
+        )
+    certificates = Certificates(str(settings.admission_cert), str(settings.admission_key))
+    server = AdmissionServer(reviewers.get, certificates, "0.0.0.0", settings.admission_port)  # noqa: S104 (the API server calls it)
+    try:
+        host, port = server.bind()
+    except OSError as e:
+        raise ConfigError(
+            "environment",
+            "NSSTUCK_ADMISSION_PORT",
+            f"cannot listen on port {settings.admission_port}: {e.strerror or e}",
+        ) from None
+    thread = threading.Thread(target=server.serve, name="admission", daemon=True)
+    thread.start()
+    log.info(
+        "admission: serving https://%s:%d/admission/namespaces/CLUSTER for %s",
+        host,
+        port,
+        ", ".join(f"{name} ({r.mode}, {r.budget:g} s)" for name, r in reviewers.items()) or "no cluster",
+    )
+
+    def stop() -> None:
+        server.server.stop()
+        thread.join(timeout=10)
+        for events in followers:
+            events.close()
+        for reviewer in reviewers.values():
+            reviewer.close()
+        connections.close()
+
+    return stop
 
 
 def _migration_target(ctx: Context, *, granting: bool = False) -> MigrationTarget:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
@@ -292,6 +292,20 @@ class EvidenceConfig(_Strict):
     controller_logs: bool = True
 
 
+# the API server gives a validating webhook 30 s at most; the check answers within its budget
+MAX_ADMISSION_BUDGET = 28.0
+
+
+class AdmissionConfig(_Strict):
+    """The namespace-delete admission webhook of a cluster (`nsstuck serve` with NSSTUCK_ADMISSION_PORT):
+    warn (the default) or deny a delete whose prediction is certain, the check's budget, and the channel
+    that hears of a delete that will get stuck (default: the cluster's first channel)."""
+
+    mode: Literal["warn", "deny"] = "warn"
+    budget_seconds: float = Field(default=3.0, gt=0, le=MAX_ADMISSION_BUDGET)
+    channel: Annotated[str, AfterValidator(_check_channel)] | None = None
+
+
 class ClusterConfig(_Strict):
     """A cluster that `/nsstuck <cluster> <namespace>` may name."""
 
@@ -318,6 +332,8 @@ class ClusterConfig(_Strict):
     # watched: its namespaces stuck for longer than watch.after are posted to a channel unasked
     watch: WatchConfig | None = None
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
+    # the namespace-delete admission webhook's mode, budget and channel on this cluster
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
 
     @property
     def cluster_name(self) -> ClusterName:
@@ -329,6 +345,11 @@ class ClusterConfig(_Strict):
         if self.watch is None:
             return None
         return self.watch.channel or (self.channels[0] if self.channels else None)
+
+    @property
+    def admission_channel(self) -> str | None:
+        """Where a delete seen by the admission webhook is told: admission.channel, else the first channel."""
+        return self.admission.channel or (self.channels[0] if self.channels else None)
 
     def allows(self, channel: str) -> bool:
         """Whether this cluster may be used from `channel` (no channel list: from any)."""
@@ -870,6 +891,12 @@ class Settings(BaseModel):
     # the `kubernetes` package imported piece by piece (bot/kube/_lazy.py), or whole with false; read by
     # bot.kube from the environment when it is imported (before settings are loaded), validated here
     lazy_kubernetes: bool = Field(default=True, validation_alias="NSSTUCK_LAZY_KUBERNETES")
+    # the namespace-delete admission webhook (issue 38): `serve` answers POST /admission/namespaces/CLUSTER
+    # over TLS on this port when it is set, with the certificate and key of these PEM files (read again
+    # when they change)
+    admission_port: int | None = Field(default=None, ge=1, le=65535, validation_alias="NSSTUCK_ADMISSION_PORT")
+    admission_cert: Path | None = Field(default=None, validation_alias="NSSTUCK_ADMISSION_CERT")
+    admission_key: Path | None = Field(default=None, validation_alias="NSSTUCK_ADMISSION_KEY")
 
     @property
     def config_path_is_default(self) -> bool:
@@ -896,6 +923,17 @@ class Settings(BaseModel):
                 "NSSTUCK_SOCKET_STALE_SECONDS must be longer than NSSTUCK_SOCKET_PING_SECONDS"
                 " (a pong needs a ping first)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _admission_pair(self) -> Settings:
+        if self.admission_port is not None and (self.admission_cert is None or self.admission_key is None):
+            raise ValueError(
+                "NSSTUCK_ADMISSION_PORT needs NSSTUCK_ADMISSION_CERT and NSSTUCK_ADMISSION_KEY (the PEM files of "
+                "the webhook's certificate and key)"
+            )
+        if self.admission_port is not None and self.admission_port in (self.http_port, self.metrics_port):
+            raise ValueError("NSSTUCK_ADMISSION_PORT must differ from NSSTUCK_HTTP_PORT and NSSTUCK_METRICS_PORT")
         return self
 
     @field_validator("slack_api_url")

@@ -32,7 +32,7 @@ from cheroot import wsgi
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 
 from bot.errors import UserError
-from bot.services.admission import BadReview, Reviewer, parse_review
+from bot.services.admission import Answer, BadReview, Reviewer, parse_review
 
 log = logging.getLogger(__name__)
 
@@ -96,32 +96,46 @@ class Certificates:
         sock.context = self.current()
 
 
-def check_pair(cert: str, key: str) -> None:
-    """Raise UserError (exit 2) when the certificate and key files cannot serve TLS."""
-    for flag, path in (("--cert", cert), ("--key", key)):
+def check_pair(cert: str, key: str, names: tuple[str, str] = ("--cert", "--key")) -> None:
+    """Raise UserError (exit 2) when the certificate and key files cannot serve TLS; `names` are what the
+    user set them with (the flags, or `serve`'s variables)."""
+    cert_name, key_name = names
+    for flag, path in ((cert_name, cert), (key_name, key)):
         if not os.path.isfile(path):
             raise UserError(f"{flag} {path!r} does not exist or is not a file")
     try:
         ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
     except ssl.SSLError as e:
         reason = e.reason or "not a PEM certificate and its private key"
-        raise UserError(f"--cert {cert!r} and --key {key!r} cannot serve TLS: {reason}") from None
+        raise UserError(f"{cert_name} {cert!r} and {key_name} {key!r} cannot serve TLS: {reason}") from None
     except OSError as e:
-        raise UserError(f"--cert {cert!r} and --key {key!r} cannot be read: {e.strerror}") from None
+        raise UserError(f"{cert_name} {cert!r} and {key_name} {key!r} cannot be read: {e.strerror}") from None
+
+
+# `nsstuck serve`: the registered cluster's reviewer, or None for a name it does not know
+Reviewers = Callable[[str], "Reviewer | None"]
 
 
 @dataclass
 class AdmissionApp:
-    """The WSGI application: the review endpoint and a health check."""
+    """The WSGI application: the review endpoint and a health check. With `by_cluster` (`nsstuck serve`)
+    the endpoint is `POST /admission/namespaces/CLUSTER`, answered by that cluster's reviewer; a cluster
+    nsstuck does not know is allowed with no warnings (and logged), never refused."""
 
-    reviewer: Reviewer
+    reviewer: Reviewer | None = None
+    by_cluster: Reviewers | None = None
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "")
         if path == "/healthz":
             return _plain(start_response, 200, "ok")
-        if path != PATH:
+        cluster: str | None = None
+        if self.by_cluster is not None:
+            cluster = path.removeprefix(PATH + "/") if path.startswith(PATH + "/") else ""
+            if not cluster or "/" in cluster:
+                return _plain(start_response, 404, f"not found: the endpoint is POST {PATH}/CLUSTER")
+        elif path != PATH:
             return _plain(start_response, 404, f"not found: the endpoint is POST {PATH}")
         if method != "POST":
             return _plain(start_response, 405, f"method not allowed: the endpoint is POST {PATH}")
@@ -138,7 +152,14 @@ class AdmissionApp:
             review = parse_review(body)
         except BadReview as e:
             return _plain(start_response, 400, f"bad request: {e}")
-        answer = self.reviewer.answer(review)
+        reviewer = self.reviewer if self.by_cluster is None or cluster is None else self.by_cluster(cluster)
+        if reviewer is None:
+            log.warning(
+                "admission: a review for cluster %r, which is not registered: allowed unchecked", (cluster or "")[:63]
+            )
+            answer = Answer(review.uid)
+        else:
+            answer = reviewer.answer(review)
         data = json.dumps(answer.to_review()).encode()
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
         return [data]
@@ -156,8 +177,16 @@ def _plain(start_response: StartResponse, code: int, text: str, *, close: bool =
 class AdmissionServer:
     """cheroot serving `AdmissionApp` over TLS on (address, port); `port` 0 takes a free one."""
 
-    def __init__(self, reviewer: Reviewer, certificates: Certificates, address: str, port: int, threads: int = 10):
-        self.server = wsgi.Server((address, port), AdmissionApp(reviewer), numthreads=threads, timeout=10)
+    def __init__(
+        self,
+        reviewer: Reviewer | Reviewers,
+        certificates: Certificates,
+        address: str,
+        port: int,
+        threads: int = 10,
+    ):
+        app = AdmissionApp(reviewer) if isinstance(reviewer, Reviewer) else AdmissionApp(by_cluster=reviewer)
+        self.server = wsgi.Server((address, port), app, numthreads=threads, timeout=10)
         self.server.server_name = "nsstuck-admission"
         adapter = BuiltinSSLAdapter(certificates.cert, certificates.key)
         adapter.context = certificates.listening_context()

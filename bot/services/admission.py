@@ -69,6 +69,8 @@ class Review:
     dry_run: bool
     username: str
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # the namespace's UID as the API server has it (`oldObject.metadata.uid`): which namespace was deleted
+    namespace_uid: str = ""
 
     @property
     def namespace_delete(self) -> bool:
@@ -105,6 +107,7 @@ def parse_review(body: bytes) -> Review:
         dry_run=request.get("dryRun") is True,
         username=_text(user.get("username"))[:256],
         annotations={str(k): v for k, v in annotations.items() if isinstance(v, str)},
+        namespace_uid=_text(metadata.get("uid"))[:128],
     )
 
 
@@ -134,6 +137,10 @@ class Answer:
         return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
 
 
+# (the review, the certain prediction, "denied" or "let-through"): told of each decision that is logged,
+# after the answer is made (`nsstuck serve`: the audit entry, and the channel told of a delete)
+Heard = Callable[[Review, Prediction, str], None]
+
 # (namespace, budget in seconds) -> the diagnosis of the Active namespace, within about that budget
 Check = Callable[[str, float], Diagnosis]
 
@@ -153,7 +160,17 @@ class Reviewer:
     """Answers namespace-delete reviews for one cluster; the checks run in a pool of their own, so that an
     answer is given at the budget whether or not its check has ended (that check ends on its deadline)."""
 
-    def __init__(self, check: Check, *, budget: float = DEFAULT_BUDGET, mode: Mode = "warn", checks: int = 8) -> None:
+    def __init__(
+        self,
+        check: Check,
+        *,
+        budget: float = DEFAULT_BUDGET,
+        mode: Mode = "warn",
+        checks: int = 8,
+        heard: Heard | None = None,
+    ) -> None:
+        """`heard`, when given, is told of each decision `_record` logs; it must not block (it hands the
+        work to a thread of its own): the answer waits for it."""
         if not 0 < budget <= MAX_BUDGET:
             raise ValueError(f"the budget must be more than 0 and at most {MAX_BUDGET:g} seconds")
         if mode not in MODES:
@@ -161,6 +178,7 @@ class Reviewer:
         self.check = check
         self.budget = budget
         self.mode = mode
+        self.heard = heard
         self._pool = ThreadPoolExecutor(max_workers=checks, thread_name_prefix="admission-check")
 
     def close(self) -> None:
@@ -232,6 +250,11 @@ class Reviewer:
             "seconds": round(seconds, 3),
         }
         log.info("%s", json.dumps(line, sort_keys=True, ensure_ascii=True))
+        if self.heard is not None:
+            try:
+                self.heard(review, prediction, decision)
+            except Exception:  # what follows a decision must never change the answer
+                log.exception("admission: handing on the decision on %s failed", review.name)
 
 
 def _prediction(diagnosis: Diagnosis | None) -> Prediction | None:

@@ -76,9 +76,12 @@ def where(diagnosis: Diagnosis) -> str:
     return f"*{escape(diagnosis.cluster)}* / *{escape(diagnosis.namespace)}*"
 
 
-def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: bool = False) -> Message:
+def verdict(
+    diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: bool = False, deleted_by: str | None = None
+) -> Message:
     """The short message in the channel: state, cause, how long it has been terminating; who asked, or
-    (`unasked`) that the watch found it."""
+    (`unasked`) that the watch found it, or (`deleted_by`, a Kubernetes user) that the admission webhook
+    saw that user delete it."""
     place = where(diagnosis)
     plain = f"{diagnosis.cluster}/{diagnosis.namespace}"
     if diagnosis.state is NamespaceState.NOT_FOUND:
@@ -88,7 +91,14 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: b
     else:
         age = human_seconds(diagnosis.terminating_for_seconds or 0)
         blocking = [f for f in diagnosis.findings if f.blocking]
-        if blocking:
+        if blocking and deleted_by is not None:
+            cause = blocking[0].cause.value
+            line = (
+                f":rotating_light: {place} was just deleted by {code(deleted_by)} and *will get stuck*\n"
+                f"*Cause:* {code(cause)}: {escape(blocking[0].summary)}"
+            )
+            text = f"{plain}: deleted by {deleted_by}, will get stuck ({cause})"
+        elif blocking:
             cause = blocking[0].cause.value
             line = (
                 f":red_circle: {place} is *stuck*, Terminating for *{age}*\n"
@@ -108,6 +118,8 @@ def verdict(diagnosis: Diagnosis, *, requested_by: str | None = None, unasked: b
         notes.append(f"asked by <@{escape(requested_by)}>")
     if unasked:
         notes.append("found by nsstuck's watch, unasked")
+    if deleted_by is not None:
+        notes.append(f"deleted by {code(deleted_by)}, seen by nsstuck's admission webhook")
     if not diagnosis.complete:
         notes.append(":warning: incomplete evidence")
     if diagnosis.findings or has_prediction_details(diagnosis):

@@ -25,6 +25,7 @@ from bot.domain.statuses import RequestStatus
 from bot.errors import NsstuckError
 from bot.remediation.executing import Outcome
 from bot.remediation.requests import RequestView, load
+from bot.services.admission_events import deleted_by
 from bot.services.digesting import Digest
 from bot.services.metrics import Metrics
 from bot.services.notifying import Thread
@@ -332,8 +333,12 @@ class _RunAttempt:
 
     def verdict(self, thread_ts: str | None) -> str | None:
         unasked = self.run.requested_by == WATCHER
+        by = deleted_by(self.run.requested_by)
         message = blocks.verdict(
-            self.run.diagnosis, requested_by=None if unasked else self.run.requested_by, unasked=unasked
+            self.run.diagnosis,
+            requested_by=None if unasked or by is not None else self.run.requested_by,
+            unasked=unasked,
+            deleted_by=by,
         )
         ts = self._send(message, thread_ts, 0).result().get("ts")
         return str(ts) if ts else None

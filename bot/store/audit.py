@@ -68,6 +68,10 @@ EVENTS = (
     "failed",
     "reconciled",
     "verified",
+    # the namespace-delete webhook in `nsstuck serve` (issue 38): a refused delete, and a delete let
+    # through although the prediction was certain (warn mode, or the delete-anyway annotation)
+    "admission_denied",
+    "admission_allowed",
 )
 
 
