@@ -79,14 +79,16 @@ class Context:
         namespace = snapshot.namespace_object or {}
         self.namespace_obj: KubeObject = namespace
         self.facts: ConditionFacts = parse_conditions(snapshot.namespace_object)
-        # each finalizer's controller as judged so far (`controllers.judged`): once per look at the namespace
+        # each finalizer's controller as judged so far (`controllers.judged`), and the progress of the objects
+        # that keep it (`progress.of_finalizer`): once per look at the namespace
         self.judgements: dict[str, Judgement] = {}
+        self.progress: dict[str, Progress] = {}
 
     def carried_to(self, snapshot: NamespaceSnapshot) -> Context:
         """This look at the namespace, for `snapshot`: this context's snapshot with what was read after it for
         the rules (the controller logs `log_targets` named, and the gaps of those reads). What was worked out
-        is kept, the controllers' judgements only where those reads left no new gap (a gap is evidence to a
-        judgement). Any other snapshot gets a context of its own."""
+        is kept (the objects' progress too), the controllers' judgements only where those reads left no new gap
+        (a gap is evidence to a judgement). Any other snapshot gets a context of its own."""
         if snapshot is self.snapshot:
             return self
         before = self.snapshot
@@ -99,6 +101,7 @@ class Context:
         carried = copy.copy(self)  # what the cached properties hold, with it
         carried.snapshot = snapshot
         carried.judgements = dict(self.judgements) if snapshot.gaps == before.gaps else {}
+        carried.progress = dict(self.progress)
         return carried
 
     @cached_property

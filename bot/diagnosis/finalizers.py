@@ -135,7 +135,7 @@ def findings(ctx: Context) -> list[Finding]:
             )
             continue
 
-        moved = progress.of(ctx, held) if judgement.state is not ControllerState.DEAD else None
+        moved = progress.of_finalizer(ctx, finalizer) if judgement.state is not ControllerState.DEAD else None
         if finalizer in deadlocks:
             found = _deadlock(ctx, finalizer, owner, held, judgement, evidence, deadlocks[finalizer])
             out.append(replace(found, progress=moved))

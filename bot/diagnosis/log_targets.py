@@ -30,7 +30,7 @@ def log_targets(ctx: Context) -> list[LogTarget]:
         judgement = controllers.judged(ctx, finalizer)
         if judgement.state is ControllerState.DEAD or judgement.workload is None:
             continue
-        moved = progress.of(ctx, held)
+        moved = progress.of_finalizer(ctx, finalizer)
         if not moved.stuck:
             continue
         workload = judgement.workload

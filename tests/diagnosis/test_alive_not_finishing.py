@@ -322,9 +322,10 @@ def test_the_bot_says_each_verdict_with_its_progress_and_keeps_no_credential(
 def test_the_rules_read_the_judgements_whose_logs_to_read_made(
     kube: Emulator, kubeconfig: Path, namespace: str, logs_readable: bool
 ) -> None:
-    """Each controller is judged once per diagnosis: choosing whose logs to read judges it, and the rules read
-    that judgement, carried to the snapshot with the logs; the diagnosis is the one judging afresh gives. A
-    log read that leaves a gap (evidence to a judgement) has the controllers judged again."""
+    """Each controller is judged once per diagnosis, its objects' progress read once: choosing whose logs to
+    read does it, and the rules read the same, carried to the snapshot with the logs; the diagnosis is the one
+    judging afresh gives. A log read that leaves a gap (evidence to a judgement) has the controllers judged
+    again."""
     options = searching(CollectOptions())
     target = ClusterTarget(name=ClusterName("emulated"), kubeconfig=kubeconfig)
     rule = None if logs_readable else kube.knobs.forbid("pods/log", verbs=("get",))
@@ -344,6 +345,9 @@ def test_the_rules_read_the_judgements_whose_logs_to_read_made(
     assert bool(with_logs.controller_logs) is (namespace != "kiali-recent")  # read past the bound only
     assert (with_logs.gaps == snapshot.gaps) is logs_readable
     carried = looked.carried_to(with_logs)
+    # the progress of the objects (every managedFields entry read) too, where whose logs to read needed it
+    assert list(looked.progress) == ["kiali.io/finalizer"]
+    assert carried.progress["kiali.io/finalizer"] is looked.progress["kiali.io/finalizer"]
     if logs_readable:
         assert all(carried.judgements[f] is judgement for f, judgement in judged.items())
     else:
