@@ -1458,7 +1458,8 @@ class _Run:
     def _want_volumes(self, ns: _Namespace, pod: KubeObject, node: str) -> None:
         """For a deleting pod past its grace period in a terminating namespace: what its volumes need to be
         torn down (an NFS server's Service and pods, the CSI driver's node plugin on its node, the
-        PersistentVolumes behind its claims). Read for those pods only, in parallel with the rest."""
+        PersistentVolumes behind its claims). Read for those pods only, in parallel with the rest: the list of
+        PersistentVolumes and the CSINodes go before the calls queued (`_Calls`)."""
         deleted = deletion_time(pod)
         if ns.active or deleted is None or deleted > ns.base.observed_at:
             return
@@ -1493,6 +1494,7 @@ class _Run:
                 self._on_volumes,
                 self._volumes_failed,
                 self.volume_scope,
+                first=True,  # decided on when the pods answer, often with a CRD-heavy namespace's lists queued
             )
 
     def _claimed_by(self, pv: KubeObject) -> tuple[list[_Namespace], set[str]]:
@@ -1558,6 +1560,7 @@ class _Run:
             answered,
             failed,
             scope,
+            first=True,
         )
 
     def _volumes_of(self, ns: _Namespace) -> list[KubeObject]:
