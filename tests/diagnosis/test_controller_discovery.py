@@ -259,5 +259,6 @@ def test_the_searchs_reads_go_before_the_lists_still_queued(tmp_path: Path) -> N
         "clusterrolebindings", "clusterroles", "clusterserviceversions", "rolebindings", "roles"
     ]  # fmt: skip
     for at, path in searched:
-        # 32 calls at a time: when the first list answers, most are still queued (after them, none would be)
+        # the command line makes 64 calls at a time: when the first list answers, most of the others are still
+        # queued (the search's reads queued after them would have none after them)
         assert len([i for i in lists if i > at]) >= types // 4, (path, [e.line for e in sent])
