@@ -1388,7 +1388,7 @@ class _Run:
             self._note_finalizers(ns, rtype, items)
         if rtype.key not in FULL_CONTENTS and not is_value_resource(rtype.group, rtype.resource):
             for index, item in enumerate(items):
-                if ns.watched(item) and ns.full_reads < FULL_READS:
+                if ns.full_reads < FULL_READS and ns.watched(item):  # the count first: it is cheaper
                     ns.full_reads += 1
                     self._read_whole(ns, rtype, index, str(meta(item).get("name", "")))
         if rtype.key == "pods":
@@ -1900,6 +1900,8 @@ def _listed(node: Any) -> list[Any]:
 def _kept_events(ns: _Namespace) -> list[KubeObject]:
     """The newest EVENTS_KEPT Events of the namespace, and every one about an object being deleted (in an
     Active namespace: carrying a finalizer)."""
+    if not ns.events:
+        return []  # (not a walk over every object of a namespace of thousands for nothing)
     deleting = {
         str(meta(o).get("uid") or "") or f"{o.get('kind')}/{meta(o).get('name')}"
         for items in ns.contents.values()
