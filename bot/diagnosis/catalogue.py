@@ -9,6 +9,7 @@ word in the controller's name or image.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from bot.diagnosis.catalogue_data import ENTRIES, PROJECTS_WITHOUT_FINALIZERS
 from bot.diagnosis.catalogue_model import (
@@ -41,6 +42,10 @@ __all__ = [
     "workload_text",
 ]
 
+# the finalizers looked up are remembered (a namespace of a thousand CRD types has a thousand, each looked up by
+# whose logs to read and by several rules); a bound, for the bot that diagnoses cluster after cluster
+_REMEMBERED = 4096
+
 # exact names
 _EXACT_ENTRIES: dict[str, CatalogueEntry] = {e.finalizer: e for e in ENTRIES if not e.prefix}
 _EXACT: dict[str, Owner] = {name: e.owner for name, e in _EXACT_ENTRIES.items()}
@@ -57,6 +62,7 @@ def entries() -> tuple[CatalogueEntry, ...]:
     return ENTRIES
 
 
+@lru_cache(maxsize=_REMEMBERED)
 def entry(finalizer: str) -> CatalogueEntry | None:
     """The catalogue's entry for a finalizer: its exact name first, else the longest prefix it starts with."""
     known = _EXACT_ENTRIES.get(finalizer)
@@ -90,6 +96,7 @@ def lookup(finalizer: str) -> Owner | None:
     return known.owner if known is not None else None
 
 
+@lru_cache(maxsize=_REMEMBERED)
 def domain_words(finalizer: str, group: str = "") -> tuple[str, ...]:
     """The distinctive words of a finalizer's domain and of the resource's group.
 
@@ -104,6 +111,7 @@ def domain_words(finalizer: str, group: str = "") -> tuple[str, ...]:
     return tuple(words)
 
 
+@lru_cache(maxsize=_REMEMBERED)
 def owner_for(finalizer: str, group: str = "") -> Owner:
     """The catalogue's owner, or one guessed from the domain (reasoning written by the caller)."""
     if finalizer == "kubernetes":

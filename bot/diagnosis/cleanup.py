@@ -24,8 +24,8 @@ from datetime import datetime
 
 from bot.diagnosis import catalogue, remedies
 from bot.diagnosis.catalogue_model import Owner
-from bot.diagnosis.context import Context, Held
-from bot.diagnosis.controllers import Judgement, quote
+from bot.diagnosis.context import Context, Held, Judgement
+from bot.diagnosis.controllers import quote
 from bot.diagnosis.reading import age
 from bot.domain.controller_logs import REPEATED, ControllerLog, ObjectLines
 from bot.domain.durations import human_seconds

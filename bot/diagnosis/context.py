@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from functools import cached_property
 
 from bot.diagnosis.conditions import ConditionFacts, parse_conditions
 from bot.domain.controller_logs import QUOTED, ControllerLog, ObjectLines
-from bot.domain.findings import Cause, Controller, Finding, Progress, Remedy
+from bot.domain.findings import Cause, Controller, ControllerState, Finding, FoundBy, Progress, Remedy
 from bot.domain.refs import KubeObject, ObjectRef, deletion_time, finalizers_of, name_of
 from bot.domain.snapshot import NamespaceSnapshot, ResourceType
 
@@ -42,6 +44,28 @@ class ServiceCaller:
     name: str
 
 
+@dataclass
+class Judgement:
+    """What the evidence says of one finalizer's controller (`controllers.judge`)."""
+
+    state: ControllerState
+    evidence: list[str] = field(default_factory=list)
+    # the workload that runs it (running or not), for remedies that name it
+    workload: KubeObject | None = None
+    # a few words for the summary: "its controller (kiali-operator) is running"
+    why: str = ""
+    # what to check when the evidence is not enough
+    checks: list[str] = field(default_factory=list)
+    # for people, when its state is unknown: what to find out first
+    find_out: str = ""
+    # how its controller was found (`owners`); None: no controller was looked for (nothing removes it)
+    found_by: FoundBy | None = None
+
+    @property
+    def controller(self) -> Controller:
+        return Controller(self.state, tuple(self.evidence), self.found_by)
+
+
 # how long a live controller's objects may stand still after their deletion began before it is no longer
 # "at work" (NSSTUCK_NO_PROGRESS_MINUTES; issue 37 §1)
 NO_PROGRESS_AFTER = timedelta(minutes=30)
@@ -55,6 +79,30 @@ class Context:
         namespace = snapshot.namespace_object or {}
         self.namespace_obj: KubeObject = namespace
         self.facts: ConditionFacts = parse_conditions(snapshot.namespace_object)
+        # each finalizer's controller as judged so far (`controllers.judged`), and the progress of the objects
+        # that keep it (`progress.of_finalizer`): once per look at the namespace
+        self.judgements: dict[str, Judgement] = {}
+        self.progress: dict[str, Progress] = {}
+
+    def carried_to(self, snapshot: NamespaceSnapshot) -> Context:
+        """This look at the namespace, for `snapshot`: this context's snapshot with what was read after it for
+        the rules (the controller logs `log_targets` named, and the gaps of those reads). What was worked out
+        is kept (the objects' progress too), the controllers' judgements only where those reads left no new gap
+        (a gap is evidence to a judgement). Any other snapshot gets a context of its own."""
+        if snapshot is self.snapshot:
+            return self
+        before = self.snapshot
+        if any(
+            getattr(snapshot, f.name) is not getattr(before, f.name)
+            for f in fields(snapshot)
+            if f.name not in ("controller_logs", "gaps")
+        ):
+            return Context(snapshot, no_progress_after=self.no_progress_after)
+        carried = copy.copy(self)  # what the cached properties hold, with it
+        carried.snapshot = snapshot
+        carried.judgements = dict(self.judgements) if snapshot.gaps == before.gaps else {}
+        carried.progress = dict(self.progress)
+        return carried
 
     @cached_property
     def namespace_ref(self) -> ObjectRef:
@@ -62,13 +110,23 @@ class Context:
 
     @cached_property
     def deleting(self) -> list[Held]:
-        """Every object in the namespace that has a deletionTimestamp."""
-        return [Held(t, o) for t, o in self.snapshot.all_contents() if deletion_time(o) is not None]
+        """Every object in the namespace that has a deletionTimestamp (those of `remaining`: one ref each)."""
+        return [h for h in self.remaining if deletion_time(h.obj) is not None]
 
     @cached_property
     def remaining(self) -> list[Held]:
         """Every object still in the namespace (being deleted or not)."""
         return [Held(t, o) for t, o in self.snapshot.all_contents()]
+
+    @cached_property
+    def by_finalizer(self) -> dict[str, list[Held]]:
+        """The objects being deleted by each finalizer they keep, the finalizers sorted (read by whose logs to
+        read and by the rules; not to be changed)."""
+        groups: dict[str, list[Held]] = defaultdict(list)
+        for held in self.deleting:
+            for finalizer in held.finalizers:
+                groups[finalizer].append(held)
+        return dict(sorted(groups.items()))
 
     @cached_property
     def service_callers(self) -> list[ServiceCaller]:

@@ -53,9 +53,13 @@ CAUSE_ORDER = [
 SETTLING = timedelta(seconds=30)
 
 
-def diagnose(snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_PROGRESS_AFTER) -> Diagnosis:
+def diagnose(
+    snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_PROGRESS_AFTER, context: Context | None = None
+) -> Diagnosis:
     """`no_progress_after`: how long a live controller's objects may stand still after their deletion
-    began before it is no longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES)."""
+    began before it is no longer "at work" (NSSTUCK_NO_PROGRESS_MINUTES). `context`: the one whose logs to
+    read was chosen through (`log_targets`), for the snapshot before those logs: what it worked out (the
+    controllers it judged) is not worked out again (`Context.carried_to`)."""
     base = Diagnosis(
         cluster=snapshot.cluster,
         namespace=snapshot.namespace,
@@ -67,7 +71,10 @@ def diagnose(snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_P
     )
     if snapshot.namespace_object is None:
         return base
-    ctx = Context(snapshot, no_progress_after=no_progress_after)
+    if context is not None and context.no_progress_after == no_progress_after:
+        ctx = context.carried_to(snapshot)
+    else:
+        ctx = Context(snapshot, no_progress_after=no_progress_after)
     uid = ctx.namespace_ref.uid
     deleted_at = deletion_time(snapshot.namespace_object)
     if deleted_at is None:

@@ -11,13 +11,12 @@ the terminating namespace, which the API server forbids (`finalizer_deadlock`).
 from __future__ import annotations
 
 import shlex
-from collections import defaultdict
 from dataclasses import replace
 
 from bot.diagnosis import catalogue, cleanup, controllers, progress, remedies
 from bot.diagnosis.catalogue_model import Owner
-from bot.diagnosis.context import Context, Held, still_deleting
-from bot.diagnosis.controllers import Judgement, quote
+from bot.diagnosis.context import Context, Held, Judgement, still_deleting
+from bot.diagnosis.controllers import quote
 from bot.diagnosis.reading import age
 from bot.domain.findings import Action, Cause, Controller, ControllerState, Finding, Remedy, Risk
 from bot.domain.refs import KubeObject, deletion_time, meta, name_of
@@ -34,14 +33,6 @@ WORKLOAD_CONTROLLERS = frozenset(
         "deployment-controller",
     }
 )
-
-
-def by_finalizer(ctx: Context) -> dict[str, list[Held]]:
-    groups: dict[str, list[Held]] = defaultdict(list)
-    for held in ctx.deleting:
-        for finalizer in held.finalizers:
-            groups[finalizer].append(held)
-    return dict(sorted(groups.items()))
 
 
 def _dependents(ctx: Context, uid: str) -> list[Held]:
@@ -105,7 +96,7 @@ def _deadlocks(ctx: Context, groups: dict[str, list[Held]]) -> dict[str, list[st
 
 def findings(ctx: Context) -> list[Finding]:
     out: list[Finding] = []
-    groups = by_finalizer(ctx)
+    groups = ctx.by_finalizer
     deadlocks = _deadlocks(ctx, groups)
     for finalizer, held in groups.items():
         owner = _owner(finalizer, held)
@@ -126,7 +117,7 @@ def findings(ctx: Context) -> list[Finding]:
         said = owner_line(finalizer, owner)
         if said:
             evidence.append(said)
-        judgement = controllers.judge(ctx, finalizer, owner, held)
+        judgement = controllers.judged(ctx, finalizer)  # whose logs to read judged it first
         objects = [h.ref for h in held]
 
         if owner.handled_by_rule == "gc":
@@ -144,7 +135,7 @@ def findings(ctx: Context) -> list[Finding]:
             )
             continue
 
-        moved = progress.of(ctx, held) if judgement.state is not ControllerState.DEAD else None
+        moved = progress.of_finalizer(ctx, finalizer) if judgement.state is not ControllerState.DEAD else None
         if finalizer in deadlocks:
             found = _deadlock(ctx, finalizer, owner, held, judgement, evidence, deadlocks[finalizer])
             out.append(replace(found, progress=moved))

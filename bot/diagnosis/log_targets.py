@@ -4,35 +4,33 @@ namespace whose controllers are dead or still at work costs no log read."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from bot.diagnosis import catalogue, controllers, progress
-from bot.diagnosis.context import NO_PROGRESS_AFTER, Context
-from bot.diagnosis.finalizers import by_finalizer
+from bot.diagnosis.context import Context
 from bot.domain.controller_logs import LogTarget, Subject
 from bot.domain.findings import ControllerState
 from bot.domain.refs import deletion_time, meta, name_of
-from bot.domain.snapshot import NamespaceSnapshot
 
 # objects named per workload (a line is matched against each)
 MAX_SUBJECTS = 50
 
 
-def log_targets(snapshot: NamespaceSnapshot, *, no_progress_after: timedelta = NO_PROGRESS_AFTER) -> list[LogTarget]:
+def log_targets(ctx: Context) -> list[LogTarget]:
+    """Read through the context the rules read the same look through (`engine.diagnose`'s `context`): the
+    controllers judged here are judged once."""
+    snapshot = ctx.snapshot
     if snapshot.namespace_object is None or deletion_time(snapshot.namespace_object) is None:
         return []
-    ctx = Context(snapshot, no_progress_after=no_progress_after)
     found: dict[tuple[str, str, str], LogTarget] = {}
-    for finalizer, held in by_finalizer(ctx).items():
+    for finalizer, held in ctx.by_finalizer.items():
         # the cheapest reading first: most finalizers of a namespace stuck for long have a dead controller,
         # whose objects' progress (every object's managedFields) need not be read at all
         owner = catalogue.owner_for(finalizer, held[0].rtype.group)
         if owner.builtin or owner.handled_by_rule or owner.name.startswith("nothing"):
             continue
-        judgement = controllers.judge(ctx, finalizer, owner, held)
+        judgement = controllers.judged(ctx, finalizer)
         if judgement.state is ControllerState.DEAD or judgement.workload is None:
             continue
-        moved = progress.of(ctx, held)
+        moved = progress.of_finalizer(ctx, finalizer)
         if not moved.stuck:
             continue
         workload = judgement.workload

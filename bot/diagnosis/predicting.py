@@ -38,9 +38,8 @@ from dataclasses import replace
 from bot.diagnosis import apiservices, catalogue, controllers, discovery, finalizers, gitops, remedies, webhooks
 from bot.diagnosis.admission import DELETE, UPDATE, Write, webhook_matches
 from bot.diagnosis.catalogue_model import Owner, RunsIn
-from bot.diagnosis.context import Context, Held, still_deleting
+from bot.diagnosis.context import Context, Held, Judgement, still_deleting
 from bot.diagnosis.controller_state import ordered_deletion
-from bot.diagnosis.controllers import Judgement
 from bot.diagnosis.guarding import config_resource, dead_webhooks, guard, url_webhooks
 from bot.diagnosis.leases import LeaseState, controller_manager
 from bot.diagnosis.reading import node_ready_state, pod_is_finished, workload_summary

@@ -70,6 +70,15 @@ def _changes(held: Held, since: datetime) -> Iterable[datetime]:
                 yield when
 
 
+def of_finalizer(ctx: Context, finalizer: str) -> Progress:
+    """`of` the objects being deleted that keep `finalizer` (`Context.by_finalizer`), read once per look at the
+    namespace (every managedFields entry of every object): whose logs to read and the rules read the same."""
+    known = ctx.progress.get(finalizer)
+    if known is None:
+        known = ctx.progress[finalizer] = of(ctx, ctx.by_finalizer[finalizer])
+    return known
+
+
 def of(ctx: Context, held: list[Held]) -> Progress:
     """The progress of `held` (objects that share a finalizer) as this snapshot and the earlier ones show it."""
     since = min((t for h in held if (t := deletion_time(h.obj)) is not None), default=ctx.now)

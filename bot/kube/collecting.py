@@ -29,6 +29,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -217,6 +218,13 @@ class _Namespace:
 Scope = Sequence[_Namespace] | None
 
 
+def _no_call() -> None:
+    """Never run: what `_Calls` queues in place of a call submitted first (kept apart, run before the next)."""
+
+
+_FIRST: tuple[int, Callable[[], Any]] = (-1, _no_call)
+
+
 class _Calls:
     """The collection's calls, run on at most `size` threads, each call's outcome put on `finished` as
     (its token, its result, the exception it raised).
@@ -224,7 +232,9 @@ class _Calls:
     What a `ThreadPoolExecutor` does with a Future (a condition and its lock) per call, its locks and
     its semaphore, done with two queues: the thousand discovery documents and lists of a CRD-heavy
     cluster spent more of the collecting thread's time submitting calls than deciding what to call.
-    Threads are started as calls come, up to `size`. `shutdown` drops the calls not started yet; the
+    Threads are started as calls come, up to `size`. A call submitted `first` is started by the next
+    thread free, before the calls queued (the owner search's few reads, decided on while a thousand lists
+    wait their turn, run beside them instead of after them). `shutdown` drops the calls not started yet; the
     `with` block's end waits for those running (their connection may be closed right after), until
     `wait_until` (a `time.monotonic()`): a call still running then is left to end by itself on its
     daemon thread. Its timeout bounds the whole answer on the Reader's path and the body on the
@@ -249,12 +259,18 @@ class _Calls:
         self.wait_until = wait_until
         self.finished: queue.SimpleQueue[tuple[int, Any, BaseException | None]] = queue.SimpleQueue()
         self._work: queue.SimpleQueue[tuple[int, Callable[[], Any]] | None] = queue.SimpleQueue()
+        # the calls submitted `first`; each also puts _FIRST on `_work`, which wakes a waiting thread
+        self._first: deque[tuple[int, Callable[[], Any]]] = deque()
         self._threads: list[threading.Thread] = []
         self._submitted = 0
         self._stopped = False
 
-    def submit(self, token: int, call: Callable[[], Any]) -> None:
-        self._work.put((token, call))
+    def submit(self, token: int, call: Callable[[], Any], *, first: bool = False) -> None:
+        if first:
+            self._first.append((token, call))
+            self._work.put(_FIRST)
+        else:
+            self._work.put((token, call))
         self._submitted += 1
         if len(self._threads) < min(self.size, self._submitted):
             thread = threading.Thread(target=self._serve, name="nsstuck-collect", daemon=True)
@@ -264,13 +280,29 @@ class _Calls:
     def _serve(self) -> None:
         while True:
             item = self._work.get()
-            if item is None or self._stopped:
+            if item is None:
                 return
-            token, call = item
+            # a call submitted first goes before the one taken (there are at least as many _FIRST on `_work` as
+            # calls in `_first`, so each is run, by the thread that takes its _FIRST at the latest)
+            for token, call in (self._pop_first(), item):
+                if self._stopped:
+                    return
+                if call is not _no_call:
+                    self._run(token, call)
+
+    def _pop_first(self) -> tuple[int, Callable[[], Any]]:
+        if self._first:
             try:
-                self.finished.put((token, call(), None))
-            except BaseException as e:  # the loop raises what is not a CallError, on the collecting thread
-                self.finished.put((token, None, e))
+                return self._first.popleft()
+            except IndexError:  # another thread took it meanwhile
+                pass
+        return _FIRST
+
+    def _run(self, token: int, call: Callable[[], Any]) -> None:
+        try:
+            self.finished.put((token, call(), None))
+        except BaseException as e:  # the loop raises what is not a CallError, on the collecting thread
+            self.finished.put((token, None, e))
 
     def shutdown(self) -> None:
         """Start no more calls (those queued are dropped); the threads end after their current call."""
@@ -322,10 +354,13 @@ class _Loop:
         on_done: Callable[[Any], None],
         on_error: Callable[[CallError], None],
         scope: Scope = None,
+        *,
+        first: bool = False,
     ) -> None:
+        """A call, queued (`first`: before the calls queued already, see `_Calls`)."""
         token = next(self.tokens)
         self.pending[token] = (label, on_done, on_error, scope)
-        self.pool.submit(token, carrying(self._to_deadline(call)))
+        self.pool.submit(token, carrying(self._to_deadline(call)), first=first)
         kind = label.partition(" ")[0]
         if kind in self.counts:
             self.counts[kind][1] += 1
@@ -1365,7 +1400,7 @@ class _Run:
             self._want_gitops(ns, {kind for item in items for kind in marked_kinds(item)})
         if rtype.key not in FULL_CONTENTS and not is_value_resource(rtype.group, rtype.resource):
             for index, item in enumerate(items):
-                if ns.watched(item) and ns.full_reads < FULL_READS:
+                if ns.full_reads < FULL_READS and ns.watched(item):  # the count first: it is cheaper
                     ns.full_reads += 1
                     self._read_whole(ns, rtype, index, str(meta(item).get("name", "")))
         if rtype.key == "pods":
@@ -1435,7 +1470,8 @@ class _Run:
     def _want_volumes(self, ns: _Namespace, pod: KubeObject, node: str) -> None:
         """For a deleting pod past its grace period in a terminating namespace: what its volumes need to be
         torn down (an NFS server's Service and pods, the CSI driver's node plugin on its node, the
-        PersistentVolumes behind its claims). Read for those pods only, in parallel with the rest."""
+        PersistentVolumes behind its claims). Read for those pods only, in parallel with the rest: the list of
+        PersistentVolumes and the CSINodes go before the calls queued (`_Calls`)."""
         deleted = deletion_time(pod)
         if ns.active or deleted is None or deleted > ns.base.observed_at:
             return
@@ -1470,6 +1506,7 @@ class _Run:
                 self._on_volumes,
                 self._volumes_failed,
                 self.volume_scope,
+                first=True,  # decided on when the pods answer, often with a CRD-heavy namespace's lists queued
             )
 
     def _claimed_by(self, pv: KubeObject) -> tuple[list[_Namespace], set[str]]:
@@ -1535,6 +1572,7 @@ class _Run:
             answered,
             failed,
             scope,
+            first=True,
         )
 
     def _volumes_of(self, ns: _Namespace) -> list[KubeObject]:
@@ -1715,7 +1753,9 @@ class _Run:
     def _search_owners(self, ns: _Namespace) -> None:
         """RBAC (ClusterRoles and their bindings once, the namespace's Roles and RoleBindings) and OLM's
         ClusterServiceVersions, for a namespace with a finalizer whose controller nothing else finds. A failed
-        read is a gap of the namespaces that searched (an older server without OLM: nothing to see)."""
+        read is a gap of the namespaces that searched (an older server without OLM: nothing to see). They are
+        decided on when the first list with such a finalizer answers, often with a thousand lists still queued
+        on a CRD-heavy cluster: they go first, so as to run beside those lists, not in a round after them."""
         ns.owner_search = True
         ns.owner_pending = []
         loop = self.loop
@@ -1743,7 +1783,7 @@ class _Run:
             ):
                 what = f"list {resource} (controller discovery)"
                 call = partial(self.c._list, loop, f"{rbac}/{resource}", kind=kind)
-                loop.add(what, call, kept(into, trimmer), gap(what), scope)
+                loop.add(what, call, kept(into, trimmer), gap(what), scope, first=True)
             what = "list clusterserviceversions (controller discovery)"
             call = partial(
                 self.c._list,
@@ -1752,14 +1792,14 @@ class _Run:
                 {"labelSelector": "!olm.copiedFrom"},  # not the copies OLM makes in every namespace
                 kind="ClusterServiceVersionList",
             )
-            loop.add(what, call, kept(self.csvs, trim_csv), gap(what, optional=True), scope)
+            loop.add(what, call, kept(self.csvs, trim_csv), gap(what, optional=True), scope, first=True)
         for resource, kind, into, trimmer in (
             ("roles", "RoleList", ns.roles, trim_role),
             ("rolebindings", "RoleBindingList", ns.role_bindings, trim_binding),
         ):
             what = f"list {resource} in {ns.name} (controller discovery)"
             call = partial(self.c._list, loop, f"{rbac}/namespaces/{quote(ns.name)}/{resource}", kind=kind)
-            loop.add(what, call, kept(into, trimmer), gap(what), (ns,))
+            loop.add(what, call, kept(into, trimmer), gap(what), (ns,), first=True)
 
     # -- GitOps owners (bot.diagnosis.gitops) -------------------------------------------------------
 
@@ -1913,6 +1953,8 @@ def _listed(node: Any) -> list[Any]:
 def _kept_events(ns: _Namespace) -> list[KubeObject]:
     """The newest EVENTS_KEPT Events of the namespace, and every one about an object being deleted (in an
     Active namespace: carrying a finalizer)."""
+    if not ns.events:
+        return []  # (not a walk over every object of a namespace of thousands for nothing)
     deleting = {
         str(meta(o).get("uid") or "") or f"{o.get('kind')}/{meta(o).get('name')}"
         for items in ns.contents.values()

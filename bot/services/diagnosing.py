@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from bot.diagnosis.context import Context
 from bot.diagnosis.engine import diagnose
 from bot.diagnosis.log_targets import log_targets
 from bot.diagnosis.owners import needs_search
@@ -146,14 +147,16 @@ def diagnose_namespace(
     options = options or CollectOptions()
     started = time.monotonic()
     try:
-        snapshot = _collect(target, namespace, options, clock, connections, started, earlier)
+        snapshot, looked = _collect(target, namespace, options, clock, connections, started, earlier)
     except _Renew:
         # a kept client whose credentials the server no longer takes (an exec plugin's token revoked
         # before its expiry): once more, with the credentials loaded again
-        snapshot = _collect(target, namespace, options, clock, connections, started, earlier)
+        snapshot, looked = _collect(target, namespace, options, clock, connections, started, earlier)
     bound = timedelta(seconds=options.no_progress_after)
     return DiagnosisResult(
-        diagnose(snapshot, no_progress_after=bound), snapshot, int((time.monotonic() - started) * 1000)
+        diagnose(snapshot, no_progress_after=bound, context=looked),
+        snapshot,
+        int((time.monotonic() - started) * 1000),
     )
 
 
@@ -175,7 +178,9 @@ def _collect(  # noqa: PLR0917 (diagnose_namespace's arguments, passed on as the
     connections: ConnectionCache | None,
     started: float,
     earlier: Earlier | None,
-) -> NamespaceSnapshot:
+) -> tuple[NamespaceSnapshot, Context]:
+    """The snapshot, with the logs of its blocking objects' controllers, and the context whose logs to read was
+    chosen through (for the rules: its controllers are judged once)."""
     options = searching(options)
     with _connection(target, options, connections) as connection:
         transport = Transport(connection, call_timeout=options.call_timeout, max_answer=options.max_answer)
@@ -186,7 +191,9 @@ def _collect(  # noqa: PLR0917 (diagnose_namespace's arguments, passed on as the
                 raise _Renew from None
             raise
         snapshot = with_earlier(snapshot, earlier)
-        return with_controller_logs(transport, target, snapshot, options, deadline=started + options.deadline)
+        looked = Context(snapshot, no_progress_after=timedelta(seconds=options.no_progress_after))
+        deadline = started + options.deadline
+        return with_controller_logs(transport, target, snapshot, options, deadline=deadline, context=looked), looked
 
 
 def with_earlier(snapshot: NamespaceSnapshot, earlier: Earlier | None) -> NamespaceSnapshot:
@@ -206,10 +213,14 @@ def with_controller_logs(
     options: CollectOptions,
     *,
     deadline: float,
+    context: Context | None = None,
 ) -> NamespaceSnapshot:
     """The snapshot with what the controllers of its blocking objects logged about them (issue 37 §2): read
-    only for live or unknown controllers whose objects stood still past the bound, within the deadline."""
-    targets = log_targets(snapshot, no_progress_after=timedelta(seconds=options.no_progress_after))
+    only for live or unknown controllers whose objects stood still past the bound, within the deadline.
+    `context`: the snapshot's, kept for the rules (`diagnose`'s `context`); a new one without it."""
+    if context is None or context.snapshot is not snapshot:
+        context = Context(snapshot, no_progress_after=timedelta(seconds=options.no_progress_after))
+    targets = log_targets(context)
     if not targets:
         return snapshot
     # what is left of the diagnosis's deadline, and never less than one call's worth: the reads are few

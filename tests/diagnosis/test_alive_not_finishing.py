@@ -21,14 +21,23 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 import zlib
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.diagnosis.context import Context
+from bot.diagnosis.engine import diagnose
+from bot.domain.refs import ClusterName
+from bot.kube.collecting import CollectOptions, Collector
+from bot.kube.connecting import ClusterTarget, connect
+from bot.kube.transport import Transport
+from bot.services.diagnosing import searching, with_controller_logs
 from tests._cli import run_nsstuck
 from tests.approvals._flow import Flow, remediation_bot
 from tests.fakes.kubeapi import Emulator, FakeClock
@@ -304,3 +313,46 @@ def test_the_bot_says_each_verdict_with_its_progress_and_keeps_no_credential(
     assert TOKEN not in stored
     assert "canaryPayloadLive37" not in stored
     assert PASSWORD not in stored
+
+
+@pytest.mark.parametrize(
+    ("namespace", "logs_readable"),
+    [("kiali-failing", True), ("kiali-silent", True), ("kiali-recent", True), ("kiali-failing", False)],
+)
+def test_the_rules_read_the_judgements_whose_logs_to_read_made(
+    kube: Emulator, kubeconfig: Path, namespace: str, logs_readable: bool
+) -> None:
+    """Each controller is judged once per diagnosis, its objects' progress read once: choosing whose logs to
+    read does it, and the rules read the same, carried to the snapshot with the logs; the diagnosis is the one
+    judging afresh gives. A log read that leaves a gap (evidence to a judgement) has the controllers judged
+    again."""
+    options = searching(CollectOptions())
+    target = ClusterTarget(name=ClusterName("emulated"), kubeconfig=kubeconfig)
+    rule = None if logs_readable else kube.knobs.forbid("pods/log", verbs=("get",))
+    connection = connect(target, pool_size=options.workers)
+    try:
+        transport = Transport(connection, call_timeout=options.call_timeout)
+        snapshot = Collector(transport, cluster=target.name, options=options).collect(namespace)
+        looked = Context(snapshot)
+        deadline = time.monotonic() + options.deadline
+        with_logs = with_controller_logs(transport, target, snapshot, options, deadline=deadline, context=looked)
+    finally:
+        connection.close()
+        if rule is not None:
+            kube.knobs.forbid_rules.remove(rule)
+    judged = dict(looked.judgements)
+    assert list(judged) == ["kiali.io/finalizer"]  # the one finalizer, judged to choose whose logs to read
+    assert bool(with_logs.controller_logs) is (namespace != "kiali-recent")  # read past the bound only
+    assert (with_logs.gaps == snapshot.gaps) is logs_readable
+    carried = looked.carried_to(with_logs)
+    # the progress of the objects (every managedFields entry read) too, where whose logs to read needed it
+    assert list(looked.progress) == ["kiali.io/finalizer"]
+    assert carried.progress["kiali.io/finalizer"] is looked.progress["kiali.io/finalizer"]
+    if logs_readable:
+        assert all(carried.judgements[f] is judgement for f, judgement in judged.items())
+    else:
+        assert carried.judgements == {}
+    assert diagnose(with_logs, context=looked) == diagnose(with_logs)
+    # a snapshot other than this one with its logs gets a context of its own
+    other = replace(with_logs, namespace_object=dict(with_logs.namespace_object or {}))
+    assert looked.carried_to(other).judgements == {}
