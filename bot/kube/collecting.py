@@ -334,7 +334,7 @@ class _Loop:
         deadline: float,
         progress: Callable[[Progress], None] | None = None,
         *,
-        budget: float | None = None,
+        budget: float,
     ) -> None:
         self.pool = pool
         self.deadline = deadline
@@ -369,8 +369,6 @@ class _Loop:
         """A call whose timeout the deadline cut short (the transport gives a call what is left of it)
         fails as one not finished in time, in the words of a call still running at the deadline: which
         of the two notices first is a race, and it must not change what the gap says."""
-        if self.budget is None:
-            return call
         budget, deadline = self.budget, self.deadline
 
         def bounded() -> Any:

@@ -255,3 +255,22 @@ def test_a_refused_read_of_the_volumes_is_a_named_gap_and_no_backend_is_guessed(
     actions = [r["action"] for r in finding["remedies"]]
     assert actions[:2] == ["investigate", "restore_backend"]  # the kubelet's log, then its restart
     assert "force_finalize_namespace" not in actions  # never on incomplete evidence
+
+
+@pytest.mark.parametrize("built", ["pod-csi-no-node-plugin"], indirect=True)
+def test_a_refused_read_of_the_nodes_csinode_is_a_named_gap_and_no_driver_is_blamed(
+    built: Emulator, tmp_path: Path
+) -> None:
+    """The CSINode of the pod's node refused (403, not the 404 of a node where no plugin ever registered):
+    a gap that names it, and the driver is not said to lack its node plugin on that evidence."""
+    built.knobs.inject_fault(r"^GET /apis/storage.k8s.io/v1/csinodes/node-2$", 403)
+    kubeconfig = built.write_kubeconfig(tmp_path / "kubeconfig")
+    result = run_nsstuck("diagnose", "billing", "--kubeconfig", str(kubeconfig), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["complete"] is False
+    assert [(g["what"], g["reason"]) for g in report["gaps"]] == [("get csinode node-2", "forbidden")]
+    [finding] = [f for f in report["findings"] if f["blocking"]]
+    assert finding["cause"] == "pod_not_terminating"
+    assert "no node plugin" not in finding["summary"]
+    assert "force_finalize_namespace" not in [r["action"] for r in finding["remedies"]]

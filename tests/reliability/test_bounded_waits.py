@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import os
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -26,30 +24,23 @@ from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
 from tests.slack._bot import serve_process
 
-# writes its own pid and its child's, then hangs (as a plugin waiting for a browser login would)
-HUNG_PLUGIN = textwrap.dedent(
-    """\
-    import subprocess, sys, time
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    with open(sys.argv[1], "a") as pids:
-        pids.write(f"{__import__('os').getpid()} {child.pid}\\n")
-    time.sleep(25)
-    """
-)
+# writes its own pid and its child's, then hangs (as a plugin waiting for a browser login would); a shell,
+# not Python: an interpreter's start (with coverage's) on a loaded machine took longer than the 2 s
+# the plugin is given, so it was killed before it had written anything
+HUNG_PLUGIN = 'sleep 60 & echo "$$ $!" >> "$1"; sleep 25'
 
 
 def _hung_kubeconfig(kube: Emulator, tmp_path: Path) -> tuple[Path, Path]:
     """A kubeconfig for the emulator whose user's credentials come from the hung plugin; and the file
     the plugin writes its pids to."""
-    plugin, pids = tmp_path / "hung-plugin.py", tmp_path / "plugin.pids"
-    plugin.write_text(HUNG_PLUGIN)
+    pids = tmp_path / "plugin.pids"
     path = kube.write_kubeconfig(tmp_path / "hung.kubeconfig", context="hung")
     config = yaml.safe_load(path.read_text())
     config["users"][0]["user"] = {
         "exec": {
             "apiVersion": "client.authentication.k8s.io/v1beta1",
-            "command": sys.executable,
-            "args": [str(plugin), str(pids)],
+            "command": "/bin/sh",
+            "args": ["-c", HUNG_PLUGIN, "hung-plugin", str(pids)],
             "interactiveMode": "Never",
         }
     }
