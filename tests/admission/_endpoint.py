@@ -164,9 +164,15 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(5)
 
 
-def configure(emu: Emulator, name: str, url: str, ca_bundle: str, *, timeout: int = 10) -> None:
-    """The ValidatingWebhookConfiguration the chart renders, pointing at `url`: DELETE of namespaces,
-    failurePolicy Ignore, sideEffects NoneOnDryRun, the system namespaces left out."""
+SYSTEM_NAMESPACES = "!(request.name in ['kube-system', 'kube-public', 'kube-node-lease'])"
+
+
+def configure(
+    emu: Emulator, name: str, url: str, ca_bundle: str, *, timeout: int = 10, condition: str = SYSTEM_NAMESPACES
+) -> None:
+    """The ValidatingWebhookConfiguration docs/admission.md shows, pointing at `url`: DELETE of namespaces,
+    failurePolicy Ignore, sideEffects NoneOnDryRun, for the namespaces `condition` (a matchCondition)
+    matches: by default all but the system ones."""
     http = KubeHTTP(emu.url, emu.admin_token)
     body = {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -184,12 +190,7 @@ def configure(emu: Emulator, name: str, url: str, ca_bundle: str, *, timeout: in
                 "matchPolicy": "Equivalent",
                 "timeoutSeconds": timeout,
                 "admissionReviewVersions": ["v1"],
-                "matchConditions": [
-                    {
-                        "name": "not-the-system-namespaces",
-                        "expression": "!(request.name in ['kube-system', 'kube-public', 'kube-node-lease'])",
-                    }
-                ],
+                "matchConditions": [{"name": "these-namespaces", "expression": condition}],
             }
         ],
     }

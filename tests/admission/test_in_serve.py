@@ -30,10 +30,9 @@ import trustme
 
 from tests._migrated import migrated
 from tests._rows import rows
-from tests.admission._endpoint import KUBECTL, VWC, Endpoint, kubectl, post, review, write_pair
+from tests.admission._endpoint import KUBECTL, Endpoint, configure, kubectl, post, review, write_pair
 from tests.admission.test_standalone import deleting, with_orphaned_kiali
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import Api, apply_scenario
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import APPROVERS, OPS_CHANNEL, SECOND_CHANNEL
@@ -45,31 +44,6 @@ pytestmark = [
 ]
 
 GUARDED = ("guard-kiali", "guard-anyway")
-
-
-def webhook(emu: Emulator, name: str, url: str, ca_bundle: str, condition: str) -> None:
-    """A ValidatingWebhookConfiguration as the chart renders it, for the namespaces `condition` matches."""
-    body = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [
-            {
-                "name": f"{name}.nsstuck.io",
-                "clientConfig": {"url": url, "caBundle": ca_bundle},
-                "rules": [
-                    {"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["namespaces"]}
-                ],
-                "failurePolicy": "Ignore",
-                "sideEffects": "NoneOnDryRun",
-                "matchPolicy": "Equivalent",
-                "timeoutSeconds": 10,
-                "admissionReviewVersions": ["v1"],
-                "matchConditions": [{"name": "these", "expression": condition}],
-            }
-        ],
-    }
-    KubeHTTP(emu.url, emu.admin_token).post(VWC, body)
 
 
 class Bot:
@@ -134,8 +108,8 @@ def bot(slack_emulator: SlackEmulator, database_url: str, tmp_path: Path) -> Ite
             base = f"https://127.0.0.1:{port}/admission/namespaces"
             bundle = Endpoint(running.process, port, running.log, ca, cert, key).ca_bundle  # type: ignore[arg-type]
             guarded = ", ".join(f"'{n}'" for n in GUARDED)
-            webhook(emu, "nsstuck", f"{base}/prod-eu", bundle, f"!(request.name in [{guarded}])")
-            webhook(emu, "nsstuck-guard", f"{base}/prod-guard", bundle, f"request.name in [{guarded}]")
+            configure(emu, "nsstuck", f"{base}/prod-eu", bundle, condition=f"!(request.name in [{guarded}])")
+            configure(emu, "nsstuck-guard", f"{base}/prod-guard", bundle, condition=f"request.name in [{guarded}]")
             yield Bot(running, emu, url=database_url, port=port, ca=ca, kubeconfig=kubeconfig)
 
 
