@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from bench.diagnose import NAMESPACE as HEAVY
+from bench.diagnose import build_cluster
 from tests._cli import run_nsstuck
 from tests.approvals._flow import remediation_bot
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL
@@ -203,53 +204,26 @@ def test_the_bot_names_how_it_found_each_controller(
                 assert finding["controller"]["found_by"] == found_by
 
 
-def _crd_heavy(emu: Emulator, namespace: str, types: int) -> None:
-    """`types` CRD types, one object of each in `namespace`, deleted but held by a finalizer of its own group
-    that nothing finds (not in the catalogue, no workload), then the namespace deleted."""
-    http = KubeHTTP(emu.url, emu.admin_token)
-    http.post("/api/v1/namespaces", {"metadata": {"name": namespace}})
-    for i in range(types):
-        group, plural = f"g{i:03d}.heavy.example.com", f"things{i:03d}"
-        http.post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            {
-                "apiVersion": "apiextensions.k8s.io/v1",
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.{group}"},
-                "spec": {
-                    "group": group,
-                    "scope": "Namespaced",
-                    "names": {"plural": plural, "singular": f"thing{i:03d}", "kind": f"Thing{i:03d}"},
-                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-                },
-            },
-        )  # fmt: skip
-        path = f"/apis/{group}/v1/namespaces/{namespace}/{plural}"
-        http.post(path, {"metadata": {"name": "t", "finalizers": [f"{group}/cleanup"]}})
-        http.delete(f"{path}/t")
-    http.delete(f"/api/v1/namespaces/{namespace}")
-
-
 def test_the_searchs_reads_go_before_the_lists_still_queued(tmp_path: Path) -> None:
     """The search's reads are decided on when the first list holding a finalizer nothing finds answers, with
     most of a CRD-heavy namespace's lists still queued: they go before those (issue 37: in parallel with the
     rest), not in a round after the last of them."""
     types = 100
     with Emulator(clock=FakeClock(), seed=0, controllers=False) as emu:
-        _crd_heavy(emu, "heavy", types)
+        # bench/diagnose.py's CRD-heavy cluster, one object of each type: a finalizer nothing finds on each
+        build_cluster(emu, types=types, objects=types)
         # the namespace's reads slow, the rest fast: every list is queued (its group discovered) before the
         # first answers, as on a cluster of a thousand types
-        emu.knobs.latency(150, match="/namespaces/heavy/")
+        emu.knobs.latency(150, match=f"/namespaces/{HEAVY}/")
         emu.journal.clear()
         kubeconfig = str(emu.write_kubeconfig(tmp_path / "kubeconfig"))
-        done = run_nsstuck("diagnose", "heavy", "--kubeconfig", kubeconfig, "-o", "json")
+        done = run_nsstuck("diagnose", HEAVY, "--kubeconfig", kubeconfig, "-o", "json")
         assert done.returncode == 0, done.stderr
         sent = emu.journal.entries()
     report = json.loads(done.stdout)
     assert report["complete"] is True, report["gaps"]
     assert len([f for f in report["findings"] if f["cause"] == "orphaned_finalizer"]) == types
-    heavy = re.compile(r"/apis/g\d+[.]heavy[.]example[.]com/v1/namespaces/heavy/things\d+")
+    heavy = re.compile(rf"/apis/g\d+[.]bench[.]example[.]com/v1/namespaces/{HEAVY}/widgets\d+")
     lists = [i for i, e in enumerate(sent) if heavy.fullmatch(e.path)]
     assert len(lists) == types
     # (the namespace's Roles and RoleBindings are also listed as its content, metadata only, as every type is)
