@@ -208,13 +208,16 @@ def test_the_searchs_reads_go_before_the_lists_still_queued(tmp_path: Path) -> N
     """The search's reads are decided on when the first list holding a finalizer nothing finds answers, with
     most of a CRD-heavy namespace's lists still queued: they go before those (issue 37: in parallel with the
     rest), not in a round after the last of them."""
-    types = 100
+    types = 200
     with Emulator(clock=FakeClock(), seed=0, controllers=False) as emu:
         # bench/diagnose.py's CRD-heavy cluster, one object of each type: a finalizer nothing finds on each
         build_cluster(emu, types=types, objects=types)
         # the namespace's reads slow, the rest fast: every list is queued (its group discovered) before the
-        # first answers, as on a cluster of a thousand types
-        emu.knobs.latency(150, match=f"/namespaces/{HEAVY}/")
+        # first answers, as on a cluster of a thousand types. The lists go 64 at a time, so they answer in
+        # waves 400 ms apart: the search is decided on in the first wave's answers, and it is the third and
+        # fourth waves (72 lists) that it must go before, not a race with the second (issue 35: a loaded CI
+        # machine lost that race when there were only two waves)
+        emu.knobs.latency(400, match=f"/namespaces/{HEAVY}/")
         emu.journal.clear()
         kubeconfig = str(emu.write_kubeconfig(tmp_path / "kubeconfig"))
         done = run_nsstuck("diagnose", HEAVY, "--kubeconfig", kubeconfig, "-o", "json")
