@@ -292,10 +292,11 @@ def owner_warning(namespace: str, owner: Recreating) -> str:
 
 def unfinished_warning(budget: float, gaps: tuple[Gap, ...] = ()) -> str:
     """`nsstuck could not finish checking within N s` when the budget ran out (no answer from the check, or a
-    read our deadline ended); otherwise the first part that could not be read, under 120 characters:
+    read not answered in time); otherwise the first part that could not be read, under 120 characters:
     `nsstuck could not finish checking: discovery of metrics.example.io/v1beta1 failed (unavailable)`."""
     timed_out = f"nsstuck could not finish checking within {budget:g} s"
-    named = [g for g in gaps if not (g.reason == "timeout" and g.detail.startswith("not finished within"))]
+    # a read not answered in time (our deadline, a call's timeout or the API server's 504) is the budget's case
+    named = [g for g in gaps if g.reason != "timeout"]
     if not named:
         return timed_out
     more = f" (+{len(named) - 1} more)" if len(named) > 1 else ""

@@ -121,4 +121,5 @@ def test_the_gap_warning_stays_under_120_characters() -> None:
         "nsstuck could not finish checking: discovery of a.example.io/v1 failed (error)"
     )
     ours = Gap(what="list pods in x", reason="timeout", detail="not finished within 2.4s")
+    assert unfinished_warning(3, (ours, secretish)) == unfinished_warning(3, (secretish,))
     assert unfinished_warning(3, (ours,)) == "nsstuck could not finish checking within 3 s"
