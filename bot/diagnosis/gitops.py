@@ -39,6 +39,8 @@ from bot.domain.snapshot import ResourceType
 
 MAX_OBJECTS = 10
 CREATE_NAMESPACE = "CreateNamespace=true"
+# how the remedy of an owner that re-creates begins (`first` and `recreating` know it by that)
+RECREATES_REMEDY = "Delete or suspend"
 
 
 @dataclass
@@ -101,7 +103,23 @@ def _unread(ctx: Context, kind: OwnerKind) -> str | None:
     return f"this cluster serves no {kind.kind}s ({kind.resource}.{kind.group}/{kind.version} is not installed)"
 
 
-def _recreates(kind: OwnerKind, owner: KubeObject) -> tuple[bool, str]:
+@dataclass(frozen=True)
+class Recreation:
+    """Whether an owner re-creates what the delete removes on its next sync, and why, in words (the last line
+    of the finding's evidence)."""
+
+    recreates: bool
+    why: str
+
+
+SELF_HEAL = "selfHeal: it re-applies what went missing on its next reconciliation"
+NO_SELF_HEAL = "no selfHeal: it applies everything again on its next revision"
+RE_CREATES_NAMESPACE = f"{CREATE_NAMESPACE}: it re-creates the namespace itself"
+INTERVAL = "not suspended: it re-applies its content every "
+DRIFT = "not suspended, with drift detection enabled: it corrects what went missing on its next check"
+
+
+def _recreates(kind: OwnerKind, owner: KubeObject) -> Recreation:
     """Whether the owner re-creates what the delete removes on its next sync, and why, in words."""
     spec = owner.get("spec") or {}
     if kind is APPLICATIONS:
@@ -110,30 +128,31 @@ def _recreates(kind: OwnerKind, owner: KubeObject) -> tuple[bool, str]:
         options = [str(o) for o in policy.get("syncOptions") or ()]
         creates = CREATE_NAMESPACE in options
         if not isinstance(automated, dict) or automated.get("enabled") is False:
-            return False, "no automated sync (spec.syncPolicy.automated is not set): it syncs only when asked" + (
-                f", then with {CREATE_NAMESPACE}" if creates else ""
+            return Recreation(
+                False,
+                "no automated sync (spec.syncPolicy.automated is not set): it syncs only when asked"
+                + (f", then with {CREATE_NAMESPACE}" if creates else ""),
             )
-        said = ["automated sync"]
-        if automated.get("selfHeal") is True:
-            said.append("selfHeal: it re-applies what went missing on its next reconciliation")
-        else:
-            said.append("no selfHeal: it applies everything again on its next revision")
+        heals = automated.get("selfHeal") is True
+        said = ["automated sync", SELF_HEAL if heals else NO_SELF_HEAL]
         if automated.get("prune") is True:
             said.append("prune")
         if creates:
-            said.append(f"{CREATE_NAMESPACE}: it re-creates the namespace itself")
-        return True, ", ".join(said)
+            said.append(RE_CREATES_NAMESPACE)
+        return Recreation(True, ", ".join(said))
     if spec.get("suspend") is True:
-        return False, "it is suspended (spec.suspend: true): it applies nothing until resumed"
+        return Recreation(False, "it is suspended (spec.suspend: true): it applies nothing until resumed")
     if kind is KUSTOMIZATIONS:
-        return True, f"not suspended: it re-applies its content every {spec.get('interval') or 'interval'}"
+        interval = str(spec.get("interval") or "interval")
+        return Recreation(True, INTERVAL + interval)
     mode = str((spec.get("driftDetection") or {}).get("mode") or "disabled")
     if mode == "enabled":
-        return True, "not suspended, with drift detection enabled: it corrects what went missing on its next check"
-    return False, (
+        return Recreation(True, DRIFT)
+    return Recreation(
+        False,
         f"drift detection is {mode}: it does not re-create what went missing until its next upgrade"
         if mode != "warn"
-        else "drift detection is warn: it only reports what went missing, until its next upgrade"
+        else "drift detection is warn: it only reports what went missing, until its next upgrade",
     )
 
 
@@ -172,6 +191,19 @@ def _match(ctx: Context, claim: _Claim) -> tuple[KubeObject | None, list[KubeObj
     return (found[0] if found else None), []
 
 
+def _owner_finding(summary: str, objects: tuple[ObjectRef, ...], evidence: list[str], remedy: Remedy) -> Finding:
+    """The one shape of every GitOps owner's finding, whichever the tool and whatever was found: never
+    blocking, the owner (when found) then the objects it marks, one remedy."""
+    return Finding(
+        cause=Cause.GITOPS_OWNER,
+        blocking=False,
+        summary=summary,
+        objects=objects[:MAX_OBJECTS],
+        evidence=tuple(evidence),
+        remedies=(remedy,),
+    )
+
+
 def _finding(ctx: Context, claim: _Claim, *, predicting: bool) -> Finding:
     kind = claim.kind
     ns = ctx.snapshot.namespace
@@ -189,45 +221,23 @@ def _finding(ctx: Context, claim: _Claim, *, predicting: bool) -> Finding:
         f"{kind.kind} {claim.name}"
     ]
     owner, elsewhere = _match(ctx, claim)
-    words = f"{kind.tool} {kind.kind} {claim.name}" + (f" in {claim.namespace}" if claim.namespace else "")
     if owner is None:
-        why = _unread(ctx, kind)
-        if why is not None:
-            evidence.append(why)
-        for other in elsewhere:
-            dest = ((other.get("spec") or {}).get("destination") or {}).get("namespace") or "no namespace"
-            evidence.append(
-                f"Application {meta(other).get('namespace')}/{meta(other).get('name')} has that name but deploys to "
-                f"{dest}, not {ns}"
-            )
-        if why is None and not elsewhere:
-            evidence.append(
-                f"no {kind.kind} of that name"
-                + (" deploys to this namespace" if kind is APPLICATIONS else f" exists in {claim.namespace}")
-            )
-        if claim.how == {"instance label"}:
-            evidence.append(
-                f"the {INSTANCE} label alone is weak evidence: Helm charts set it too (to the release's name)"
-            )
-        return Finding(
-            cause=Cause.GITOPS_OWNER,
-            blocking=False,
-            summary=f"unconfirmed: {marked} {carry} the marks of {words}, but no {kind.kind} was found to confirm it; "
+        words = f"{kind.tool} {kind.kind} {claim.name}" + (f" in {claim.namespace}" if claim.namespace else "")
+        evidence.extend(_unconfirmed(ctx, claim, elsewhere))
+        return _owner_finding(
+            f"unconfirmed: {marked} {carry} the marks of {words}, but no {kind.kind} was found to confirm it; "
             f"if {kind.tool} manages it, it may re-create what the delete removes",
-            objects=tuple(claim.objects[:MAX_OBJECTS]),
-            evidence=tuple(evidence),
-            remedies=(
-                Remedy(
-                    action=Action.INVESTIGATE,
-                    risk=Risk.NONE,
-                    description=f"Find out whether {words} manages namespace {ns} (and delete or suspend it first)",
-                    commands=tuple(_lookups(kind, claim.name)),
-                ),
+            tuple(claim.objects),
+            evidence,
+            Remedy(
+                action=Action.INVESTIGATE,
+                risk=Risk.NONE,
+                description=f"Find out whether {words} manages namespace {ns} (and delete or suspend it first)",
+                commands=tuple(_lookups(kind, claim.name)),
             ),
         )
     owner_ns = str(meta(owner).get("namespace", ""))
     owner_name = str(meta(owner).get("name", ""))
-    owner_ref = ObjectRef.of(owner, resource=kind.resource)
     words = f"{kind.tool} {kind.kind} {owner_ns}/{owner_name}"
     if kind is APPLICATIONS:
         dest = (owner.get("spec") or {}).get("destination") or {}
@@ -235,37 +245,54 @@ def _finding(ctx: Context, claim: _Claim, *, predicting: bool) -> Finding:
         evidence.append(f"confirmed: {kind.kind} {owner_ns}/{owner_name} deploys to namespace {ns} ({where})")
     else:
         evidence.append(f"confirmed: {kind.kind} {owner_ns}/{owner_name} exists")
-    recreates, why = _recreates(kind, owner)
-    evidence.append(why)
-    objects = (owner_ref, *claim.objects[: MAX_OBJECTS - 1])
+    recreation = _recreates(kind, owner)
+    evidence.append(recreation.why)
+    objects = (ObjectRef.of(owner, resource=kind.resource), *claim.objects)
     commands = _commands(kind, owner_ns, owner_name)
-    if not recreates:
-        return Finding(
-            cause=Cause.GITOPS_OWNER,
-            blocking=False,
-            summary=f"{words} manages {marked}; it would not re-create it on its own ({why.split(':')[0]}), but it "
-            "stays and shows it missing",
-            objects=objects,
-            evidence=tuple(evidence),
-            remedies=(
-                Remedy(
-                    action=Action.INVESTIGATE,
-                    risk=Risk.NONE,
-                    description=f"Delete {words} too, when the namespace is meant to go for good",
-                    commands=tuple(commands[1:]),
-                ),
+    if not recreation.recreates:
+        return _owner_finding(
+            f"{words} manages {marked}; it would not re-create it on its own ({recreation.why.split(':')[0]}), but "
+            "it stays and shows it missing",
+            objects,
+            evidence,
+            Remedy(
+                action=Action.INVESTIGATE,
+                risk=Risk.NONE,
+                description=f"Delete {words} too, when the namespace is meant to go for good",
+                commands=tuple(commands[1:]),
             ),
         )
     verb = "would re-create" if predicting else "re-creates"
-    return Finding(
-        cause=Cause.GITOPS_OWNER,
-        blocking=False,
-        summary=f"{words} manages {marked} and {verb} what the delete removes on its next sync: delete or suspend "
+    return _owner_finding(
+        f"{words} manages {marked} and {verb} what the delete removes on its next sync: delete or suspend "
         f"the {kind.kind} {owner_ns}/{owner_name} first",
-        objects=objects,
-        evidence=tuple(evidence),
-        remedies=(owner_remedy(kind, owner_ns, owner_name, ns, commands, predicting=predicting),),
+        objects,
+        evidence,
+        owner_remedy(kind, owner_ns, owner_name, ns, commands, predicting=predicting),
     )
+
+
+def _unconfirmed(ctx: Context, claim: _Claim, elsewhere: list[KubeObject]) -> list[str]:
+    """Why no owner confirms the claim, in words."""
+    kind = claim.kind
+    said = []
+    why = _unread(ctx, kind)
+    if why is not None:
+        said.append(why)
+    for other in elsewhere:
+        dest = ((other.get("spec") or {}).get("destination") or {}).get("namespace") or "no namespace"
+        said.append(
+            f"Application {meta(other).get('namespace')}/{meta(other).get('name')} has that name but deploys to "
+            f"{dest}, not {ctx.snapshot.namespace}"
+        )
+    if why is None and not elsewhere:
+        said.append(
+            f"no {kind.kind} of that name"
+            + (" deploys to this namespace" if kind is APPLICATIONS else f" exists in {claim.namespace}")
+        )
+    if claim.how == {"instance label"}:
+        said.append(f"the {INSTANCE} label alone is weak evidence: Helm charts set it too (to the release's name)")
+    return said
 
 
 def owner_remedy(
@@ -274,7 +301,7 @@ def owner_remedy(
     return Remedy(
         action=Action.PREPARE if predicting else Action.INVESTIGATE,
         risk=Risk.NONE if not predicting else Risk.LOW,
-        description=f"Delete or suspend the {kind.kind} {owner_ns}/{name} first, or {kind.tool} puts back what the "
+        description=f"{RECREATES_REMEDY} the {kind.kind} {owner_ns}/{name} first, or {kind.tool} puts back what the "
         f"delete of namespace {ns} removes",
         commands=tuple(commands),
     )
@@ -292,7 +319,7 @@ def first(found: list[Finding]) -> list[Finding]:
     owners = [
         f.remedies[0]
         for f in found
-        if f.cause is Cause.GITOPS_OWNER and f.remedies and f.remedies[0].description.startswith("Delete or suspend")
+        if f.cause is Cause.GITOPS_OWNER and f.remedies and f.remedies[0].description.startswith(RECREATES_REMEDY)
     ]
     if not owners:
         return found
@@ -304,4 +331,40 @@ def first(found: list[Finding]) -> list[Finding]:
     ]
 
 
-__all__ = ["OWNER_KINDS", "findings", "first"]
+@dataclass(frozen=True)
+class Recreating:
+    """An owner that re-creates what the delete removes, as a finding of this module names it."""
+
+    tool: str  # Argo CD, Flux
+    owner: ObjectRef  # the Application, Kustomization or HelmRelease
+    how: str  # in a word or two: `self-heal`, `automated sync, CreateNamespace`, `every 10m`, `drift detection`
+
+
+def recreating(finding: Finding) -> Recreating | None:
+    """The owner a finding of this module names as re-creating what the delete removes; None for any other
+    finding (another cause, an owner not confirmed, or one that would not re-create)."""
+    if finding.cause is not Cause.GITOPS_OWNER or not finding.objects or not finding.evidence:
+        return None
+    if not finding.remedies or not finding.remedies[0].description.startswith(RECREATES_REMEDY):
+        return None
+    owner = finding.objects[0]
+    kind = next((k for k in OWNER_KINDS if (k.kind, k.group) == (owner.kind, owner.group)), None)
+    how = _how(finding.evidence[-1])
+    if kind is None or how is None:
+        return None
+    return Recreating(kind.tool, owner, how)
+
+
+def _how(why: str) -> str | None:
+    """`self-heal`, `every 10m`, ...: the words of `_recreates` for an owner that re-creates, shortened."""
+    if why.startswith("automated sync, "):
+        said = ["self-heal" if SELF_HEAL in why else "automated sync"]
+        return ", ".join(said + (["CreateNamespace"] if RE_CREATES_NAMESPACE in why else []))
+    if why.startswith(INTERVAL):
+        return "every " + why.removeprefix(INTERVAL)
+    if why == DRIFT:
+        return "drift detection"
+    return None
+
+
+__all__ = ["OWNER_KINDS", "Recreating", "findings", "first", "recreating"]

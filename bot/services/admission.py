@@ -6,11 +6,13 @@ warnings, which kubectl prints (`Warning: ...`). The review's namespace is check
 would meet), within a time budget:
 
 - only a DELETE of `namespaces` is checked; anything else is allowed without a word;
-- warn (the default): `allowed: true`, with one warning per predicted reason (at most three, each under
-  120 characters: the cause, the blocking object, "see `nsstuck precheck NS`"), none when nothing would
-  hold it, and "nsstuck could not finish checking within N s" when the evidence is incomplete, the cluster
-  did not answer, or the budget ran out (the answer is given at the budget, the check left to end on its
-  own deadline);
+- warn (the default): `allowed: true`, with one warning per predicted reason and per GitOps owner that
+  would re-create what the delete removes (at most three, each under 120 characters, in the order of
+  `warnings_of`: a reason is the cause, the blocking object, "see `nsstuck precheck NS`"; an owner is the
+  Application, Kustomization or HelmRelease to delete or suspend instead), none when nothing would hold it,
+  and one "nsstuck could not finish checking" warning when the evidence is incomplete (naming the first
+  part that could not be read), the cluster did not answer, or the budget ran out ("... within N s": the
+  answer is given at the budget, the check left to end on its own deadline);
 - deny (chosen, never the default): a prediction that is certain (complete evidence and a blocking
   reason, the precheck's exit 4) is refused, 403, the reason in the message, unless the namespace is
   annotated `nsstuck.io/delete-anyway: "true"`; each denial and each let-through of a certain prediction
@@ -30,7 +32,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.domain.findings import Diagnosis, Finding, NamespaceState, Prediction
+from bot.diagnosis.gitops import Recreating, recreating
+from bot.domain.findings import Diagnosis, Finding, Gap, NamespaceState, Prediction
 from bot.domain.refs import NAMESPACE_NAME, ObjectRef
 from bot.errors import NsstuckError
 from bot.kube.collecting import CollectOptions
@@ -194,8 +197,8 @@ class Reviewer:
         prediction = _prediction(diagnosis)
         if prediction is None:  # unfinished, unreachable or not Active: said only when it could not finish
             unfinished = diagnosis is None
-            return Answer(review.uid, warnings=(self._unfinished(),) if unfinished else ())
-        warnings = self._warnings(review.name, prediction)
+            return Answer(review.uid, warnings=(unfinished_warning(self.budget),) if unfinished else ())
+        warnings = warnings_of(review.name, prediction, self.budget)
         certain = prediction.would_block and prediction.complete
         if certain and self.mode == "deny":
             anyway = review.annotations.get(DELETE_ANYWAY) == "true"
@@ -219,17 +222,6 @@ class Reviewer:
         except Exception:  # the answer is given all the same: a check must never refuse a delete by failing
             log.exception("admission: the check of %s failed", namespace)
         return None
-
-    def _unfinished(self) -> str:
-        return f"nsstuck could not finish checking within {self.budget:g} s"
-
-    def _warnings(self, namespace: str, prediction: Prediction) -> tuple[str, ...]:
-        blocking = [f for f in prediction.findings if f.blocking]
-        room = MAX_WARNINGS if prediction.complete else MAX_WARNINGS - 1
-        warnings = [warning(namespace, f) for f in blocking[:room]]
-        if not prediction.complete:
-            warnings.append(self._unfinished())
-        return tuple(dict.fromkeys(warnings))
 
     def _record(self, review: Review, prediction: Prediction, decision: str, seconds: float) -> None:
         """One structured line (JSON) per denial and per let-through of a certain prediction."""
@@ -261,6 +253,69 @@ def _prediction(diagnosis: Diagnosis | None) -> Prediction | None:
     if diagnosis is None or diagnosis.state is not NamespaceState.ACTIVE:
         return None
     return diagnosis.prediction
+
+
+def warnings_of(namespace: str, prediction: Prediction, budget: float) -> tuple[str, ...]:
+    """At most three warnings, in this order: the first GitOps owner that would re-create what the delete
+    removes (deleting is then undone: the owner is what to delete or suspend), the first reason that would
+    hold the namespace, the other owners, the other reasons; and, when the evidence is incomplete, the
+    "could not finish checking" warning, which always keeps its place (the last)."""
+    owners = [w for w in (recreating(f) for f in prediction.findings) if w is not None]
+    reasons = [warning(namespace, f) for f in prediction.findings if f.blocking]
+    said = [owner_warning(namespace, w) for w in owners]
+    ranked = [*said[:1], *reasons[:1], *said[1:], *reasons[1:]]
+    room = MAX_WARNINGS if prediction.complete else MAX_WARNINGS - 1
+    warnings = list(dict.fromkeys(ranked))[:room]
+    if not prediction.complete:
+        warnings.append(unfinished_warning(budget, prediction.gaps))
+    return tuple(warnings)
+
+
+def owner_warning(namespace: str, owner: Recreating) -> str:
+    """`nsstuck: Argo CD Application argocd/shop syncs ns shop (self-heal): delete or suspend it instead`,
+    under 120 characters: with long names, the namespace's name goes first (`syncs it`), then how it syncs,
+    then the tool's name, and last the owner's name is shortened."""
+    kind, tool, how = owner.owner.kind, owner.tool, owner.how
+    who = f"{owner.owner.namespace}/{owner.owner.name}" if owner.owner.namespace else owner.owner.name
+    instead = ": delete or suspend it instead"
+    shapes = (
+        (f"nsstuck: {tool} {kind} ", f" syncs ns {namespace} ({how}){instead}"),
+        (f"nsstuck: {tool} {kind} ", f" syncs it ({how}){instead}"),
+        (f"nsstuck: {tool} {kind} ", f" syncs it{instead}"),
+    )
+    for head, tail in shapes:
+        if len(head) + len(who) + len(tail) <= MAX_WARNING:
+            return head + who + tail
+    head, tail = f"nsstuck: {kind} ", f" syncs it{instead}"
+    return head + who[: MAX_WARNING - len(head) - len(tail) - 3] + "..." + tail
+
+
+def unfinished_warning(budget: float, gaps: tuple[Gap, ...] = ()) -> str:
+    """`nsstuck could not finish checking within N s` when the budget ran out (no answer from the check, or a
+    read not answered in time); otherwise the first part that could not be read, under 120 characters:
+    `nsstuck could not finish checking: discovery of metrics.example.io/v1beta1 failed (unavailable)`."""
+    timed_out = f"nsstuck could not finish checking within {budget:g} s"
+    # a read not answered in time (our deadline, a call's timeout or the API server's 504) is the budget's case
+    named = [g for g in gaps if g.reason != "timeout"]
+    if not named:
+        return timed_out
+    more = f" (+{len(named) - 1} more)" if len(named) > 1 else ""
+    head = "nsstuck could not finish checking: "
+    said = _gap(named[0])
+    room = MAX_WARNING - len(head) - len(more)
+    if len(said) > room:
+        said = said[: room - 3] + "..."
+    return head + said + more
+
+
+def _gap(gap: Gap) -> str:
+    """A gap in a few words: `discovery of G/V failed (unavailable)`, `list pods in NS failed (forbidden)`,
+    `could not tell whether webhook W (URL) answers`. Never the server's message (the detail)."""
+    if gap.what.startswith("resources of ") and gap.detail.startswith("discovery failed"):
+        return f"discovery of {gap.what.removeprefix('resources of ')} failed ({gap.reason})"
+    if gap.reason == "unknown":
+        return f"could not tell {gap.what}" if gap.what.startswith("whether ") else f"{gap.what}: unknown"
+    return f"{gap.what} failed ({gap.reason})"
 
 
 def warning(namespace: str, finding: Finding) -> str:
