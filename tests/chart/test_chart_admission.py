@@ -9,10 +9,11 @@ against a running `nsstuck admission serve` (the emulator runs no pods).
 from __future__ import annotations
 
 import base64
+import ipaddress
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ import pytest
 import trustme
 import yaml
 from cryptography import x509
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.x509.oid import NameOID
 
 from bot.settings import AppConfig
 from tests.admission._endpoint import Endpoint, endpoint
@@ -520,3 +523,49 @@ def test_the_helm_test_command_fails_when_nothing_answers_a_review(
     )
     assert plain.returncode == 1
     assert "is not an https:// URL" in plain.stdout
+
+
+def _self_signed() -> tuple[bytes, bytes]:
+    """A serving certificate that signs itself (not a CA), as cert-manager's selfSigned Issuer makes: its
+    `ca.crt` is the certificate itself. For 127.0.0.1. (PEM certificate, PEM key)"""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nsstuck-admission.platform.svc")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(hours=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def test_the_helm_test_command_passes_with_a_self_signed_certificate_as_cert_managers_issuer_makes(
+    probe_pod: dict[str, Any], tmp_path: Path
+) -> None:
+    """The cert-manager path's default: the Secret's ca.crt is the serving certificate itself, which the probe
+    trusts as it is. Written over the endpoint's files (a rotation in place), it is what the endpoint serves."""
+    with Emulator(clock=FakeClock(datetime.now(UTC)), seed=0) as emu:
+        apply_scenario(emu, "healthy-active")
+        emu.settle()
+        kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
+        with endpoint(kubeconfig, tmp_path) as running:
+            cert_pem, key_pem = _self_signed()
+            running.key.write_bytes(key_pem)
+            running.cert.write_bytes(cert_pem)
+            ca = tmp_path / "ca.crt"
+            ca.write_bytes(cert_pem)
+            command = _probe_command(probe_pod, running.url(), ca)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # `platform` does not exist there: nothing to check, allowed without a word
+    assert result.stdout.splitlines() == ["admission probe: 200, a delete of platform would be allowed"]
