@@ -569,3 +569,20 @@ def test_the_helm_test_command_passes_with_a_self_signed_certificate_as_cert_man
     assert result.returncode == 0, result.stdout + result.stderr
     # `platform` does not exist there: nothing to check, allowed without a word
     assert result.stdout.splitlines() == ["admission probe: 200, a delete of platform would be allowed"]
+
+
+def test_the_notes_name_the_cluster_and_warn_of_the_chart_ca_under_helm_template(helm: str) -> None:
+    def notes(*sets: str) -> str:
+        command = [helm, "install", "nsstuck", str(CHART), "-n", "platform", "--dry-run=client"]
+        for value in sets:
+            command += ["--set", value]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split("NOTES:", 1)[1]
+
+    chart_ca = notes("admission.enabled=true", "admission.mode=deny")
+    assert "The namespace-delete webhook answers as cluster local (deny mode, budget 3 s)." in chart_ca
+    assert "`helm test nsstuck -n platform` sends it a dry-run review." in chart_ca
+    assert "under `helm template` or Argo CD it changes on every" in chart_ca
+    assert "changes on every" not in notes("admission.enabled=true", "admission.certManager=true")
+    assert "namespace-delete webhook" not in notes()
