@@ -393,6 +393,7 @@ def test_helm_lint_passes_with_the_webhook(helm: str, certmanager: bool) -> None
         ({"admission": {"channel": "#general"}}, "at '/admission/channel'"),
         ({"admission": {"excludeNamespaces": ["Not A Name"]}}, "at '/admission/excludeNamespaces/0'"),
         ({"admission": {"issuerRef": {"nmae": "x"}}}, "at '/admission/issuerRef': additional properties 'nmae'"),
+        ({"admission": {"issuerRef": {"kind": "ClusterIssuer"}}}, "missing property 'name'"),
         ({"admission": {"budget": 3}}, "at '/admission': additional properties 'budget' not allowed"),
         ({"networkPolicy": {"admissionFrom": {"ipBlock": {}}}}, "at '/networkPolicy/admissionFrom'"),
     ],
