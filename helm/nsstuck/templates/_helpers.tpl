@@ -169,6 +169,8 @@ that `helm template` and `helm install` both stop on them.
 {{/*
 The config file. A cluster nsstuck runs in gets `remediation: false` unless the chart grants the
 remediation ClusterRole (remediation.enabled), so that it offers no button it could not carry out.
+With admission.enabled, the webhook's cluster gets admission.mode, budget_seconds and channel from the
+chart's admission values.
 */}}
 {{- define "nsstuck.configFile" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -180,6 +182,13 @@ remediation ClusterRole (remediation.enabled), so that it offers no button it co
 {{- end -}}
 {{- if and .in_cluster $.Values.remediation.finalizerResources -}}
 {{- $cluster = set $cluster "finalizer_resources" (concat (.finalizer_resources | default list) $.Values.remediation.finalizerResources | uniq) -}}
+{{- end -}}
+{{- if and $.Values.admission.enabled (eq (toString .name) (include "nsstuck.admissionCluster" $)) -}}
+{{- $a := deepCopy (.admission | default dict) -}}
+{{- $_ := set $a "mode" $.Values.admission.mode -}}
+{{- $_ := set $a "budget_seconds" (int $.Values.admission.budgetSeconds) -}}
+{{- with $.Values.admission.channel }}{{ $_ := set $a "channel" . }}{{ end -}}
+{{- $cluster = set $cluster "admission" $a -}}
 {{- end -}}
 {{- $clusters = append $clusters $cluster -}}
 {{- end -}}
@@ -208,5 +217,77 @@ remediation.finalizerResources adds, grouped by API group. Never `*`, never a su
 - apiGroups: [{{ $group | quote }}]
   resources: [{{ range $i, $r := get $groups $group }}{{ if $i }}, {{ end }}{{ $r | quote }}{{ end }}]
   verbs: [get, patch]
+{{- end -}}
+{{- end -}}
+
+{{/*
+The namespace-delete admission webhook (admission.enabled; docs/admission.md, "Installing with the
+chart"). Its reviews are answered as one registered cluster: admission.cluster, or else the one
+config.clusters entry with in_cluster: true (the webhook configuration goes into the cluster the release
+is installed in, and that is the cluster nsstuck runs in).
+*/}}
+{{- define "nsstuck.admissionCluster" -}}
+{{- $a := .Values.admission -}}
+{{- $names := list -}}
+{{- $inCluster := list -}}
+{{- range .Values.config.clusters -}}
+{{- $names = append $names (toString .name) -}}
+{{- if .in_cluster }}{{ $inCluster = append $inCluster (toString .name) }}{{ end -}}
+{{- end -}}
+{{- if $a.cluster -}}
+{{- if not (has $a.cluster $names) -}}
+{{- fail (printf "admission.cluster %q: no config.clusters entry has that name (registered: %s)" $a.cluster (join ", " $names)) -}}
+{{- end -}}
+{{- $a.cluster -}}
+{{- else if eq (len $inCluster) 1 -}}
+{{- index $inCluster 0 -}}
+{{- else -}}
+{{- fail (printf "admission.enabled: set admission.cluster to the config.clusters entry of the cluster this chart is installed in (%d entries have in_cluster: true)" (len $inCluster)) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nsstuck.admissionServiceName" -}}
+{{- printf "%s-admission" (include "nsstuck.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The Secret with tls.crt, tls.key and ca.crt: cert-manager's, or the chart's own. */}}
+{{- define "nsstuck.admissionSecretName" -}}
+{{- if .Values.admission.certManager -}}
+{{- printf "%s-admission-cert" (include "nsstuck.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-admission-tls" (include "nsstuck.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Service's DNS names: the serving certificate's SANs (the API server calls NAME.NAMESPACE.svc). */}}
+{{- define "nsstuck.admissionDNSNames" -}}
+{{- $svc := include "nsstuck.admissionServiceName" . -}}
+{{- $ns := .Release.Namespace -}}
+{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) | toJson -}}
+{{- end -}}
+
+{{/* The namespaces the webhook is never called for: the system ones, the release's own, and admission.excludeNamespaces. */}}
+{{- define "nsstuck.admissionExcluded" -}}
+{{- concat (list "kube-system" "kube-public" "kube-node-lease" .Release.Namespace) (.Values.admission.excludeNamespaces | default list) | uniq | toJson -}}
+{{- end -}}
+
+{{/*
+The admission checks of the values, included by the Deployment with the other refusals: mode and
+budget are the chart's values (the webhook's timeoutSeconds is computed from the budget), not the
+config's.
+*/}}
+{{- define "nsstuck.validateAdmission" -}}
+{{- if .Values.admission.enabled -}}
+{{- $name := include "nsstuck.admissionCluster" . -}}
+{{- range .Values.config.clusters -}}
+{{- if and (eq (toString .name) $name) .admission -}}
+{{- if or (hasKey .admission "mode") (hasKey .admission "budget_seconds") -}}
+{{- fail (printf "config.clusters (%s): with admission.enabled, set admission.mode and admission.budgetSeconds of the chart, not the cluster's admission.mode or admission.budget_seconds (the webhook's timeoutSeconds is the budget + 2)" $name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if has (int .Values.admission.port) (list 3000 9090) -}}
+{{- fail (printf "admission.port %d: the webhook needs a port of its own (3000 and 9090 are nsstuck's HTTP and metrics ports)" (int .Values.admission.port)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
