@@ -93,7 +93,14 @@ def _before_the_delete(finding: Finding) -> Finding:
             leading = False
             kept.append(remedy)
         elif leading:
-            kept.append(replace(remedy, action=Action.PREPARE, description=f"Before the delete: {remedy.description}"))
+            kept.append(
+                replace(
+                    remedy,
+                    action=Action.PREPARE,
+                    prepares=remedy.action,
+                    description=f"Before the delete: {remedy.description}",
+                )
+            )
     return replace(finding, remedies=tuple(kept))
 
 

@@ -130,6 +130,8 @@ class Remedy:
     finalizer: str | None = None
     # the fail-closed webhooks whose backend cannot answer and which would reject this remedy's write
     blocked_by: tuple[BlockedBy, ...] = ()
+    # a `prepare` step (a prediction's fix before the delete): the change it stands for
+    prepares: Action | None = None
 
     @property
     def blocked_reason(self) -> str | None:
@@ -168,6 +170,8 @@ class Remedy:
             out["leaves_behind"] = list(self.leaves_behind)
         if self.blocked_by:
             out["blocked_by"] = [b.to_json() for b in self.blocked_by]
+        if self.prepares is not None:
+            out["prepares"] = self.prepares.value
         return out
 
     @classmethod
@@ -181,6 +185,7 @@ class Remedy:
             leaves_behind=tuple(data.get("leaves_behind", ())),
             finalizer=data.get("finalizer"),
             blocked_by=tuple(BlockedBy.from_json(b) for b in data.get("blocked_by", ())),
+            prepares=Action(data["prepares"]) if data.get("prepares") is not None else None,
         )
 
 

@@ -7,15 +7,21 @@ its own and done after, never inside that budget:
 - every denial, and every let-through of a certain prediction, is an entry of the audit trail
   (`admission_denied`, `admission_allowed`): who (the review's `userInfo.username`), which namespace and
   cluster, the namespace's UID, the mode and the prediction;
+- a review sent again (the same review UID: a retry, or a replica behind the same Service) writes no second
+  entry: one entry per review; another review of the same namespace (another UID: a second delete) writes
+  its own;
 - a let-through is not yet a delete: another webhook may refuse it, and a retry may call us twice. So the
   namespace is looked at for a few seconds until it is the same namespace (the review's UID) with a
-  `deletionTimestamp`; then it is diagnosed (as `/nsstuck` does, by the same diagnoser), its incident
-  opened and its run recorded with the mark "posted unasked" in one transaction (a conditional update:
-  one poster per namespace UID, whatever the replicas, retries or repeated deletes), and the outbox posts
-  it to the cluster's channel (`admission.channel`, else its first channel): the verdict, one line that
-  says who deleted it and what will hold it, and the report in the thread with the ranked remedies and
-  their Request buttons; a Slack outage loses nothing, the outbox posts it later. The incident is then
-  followed, digested and watched as any other (the watch does not post it again: it is marked posted).
+  `deletionTimestamp`. Then its incident is opened at once with what the admission check predicted (the
+  findings of the prediction: the cause, the objects that would hold it, the remedies ranked for them,
+  with their Request buttons; said in each finding's evidence to be the prediction made at the delete),
+  over one look at the namespace as it now is (its UID, deletionTimestamp and snapshot), and its run
+  recorded with the mark "posted unasked" in one transaction (a conditional update: one poster per
+  namespace UID, whatever the replicas, retries or repeated deletes); the outbox posts it to the
+  cluster's channel (`admission.channel`, else its first channel): the verdict, one line that says who
+  deleted it and what will hold it, and the report in the thread; a Slack outage or a restart loses
+  nothing, the outbox posts it later. The incident is then followed, digested and watched as any other:
+  the follow-up's diagnoses keep it up to date (the watch does not post it again: it is marked posted).
 
 A dry run (`dryRun: true`) gets the same answer and none of this: no audit entry, no incident, no post.
 """
@@ -27,12 +33,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from urllib.parse import quote
 
-from bot.domain.findings import NamespaceState, Prediction
-from bot.domain.refs import ClusterName, KubeObject, meta
+from bot.domain.findings import Action, Finding, NamespaceState, Prediction, Remedy
+from bot.domain.refs import ClusterName, KubeObject, ObjectRef, meta
 from bot.errors import NsstuckError
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import CallError, Transport
@@ -53,6 +60,15 @@ DENIED = "admission_denied"
 ALLOWED = "admission_allowed"
 # the audit trail's actor column holds 64 characters; the whole username goes in the details
 ACTOR_LIMIT = 64
+# how far back a review sent again is looked for among the entries (a retry comes within seconds)
+REPEATS_WITHIN = timedelta(hours=1)
+# what a prediction's remedy says before the delete (bot.diagnosis.predicting._before_the_delete)
+BEFORE = "Before the delete: "
+
+
+class _Repeated(Exception):
+    """The review's entry was written already (a review sent again): this one is rolled back."""
+
 
 # (cluster, namespace name) -> the namespace as the cluster has it now, None when there is none
 Probe = Callable[[ClusterName, str], KubeObject | None]
@@ -97,8 +113,6 @@ class AdmissionEvents:
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         look_seconds: float = 5.0,
         interval: float = 0.2,
-        hold_seconds: float = 90.0,
-        again_seconds: float = 3.0,
         threads: int = 2,
     ) -> None:
         self.db = db
@@ -111,8 +125,6 @@ class AdmissionEvents:
         self.wall = wall
         self.look_seconds = look_seconds
         self.interval = interval
-        self.hold_seconds = hold_seconds
-        self.again_seconds = again_seconds
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="admission-after")
         self._lock = threading.Lock()
         self._telling: set[str] = set()  # namespace UIDs being looked at in this process
@@ -138,35 +150,48 @@ class AdmissionEvents:
             except Exception:  # the database is down: said, and the delete is still told below
                 log.exception("admission: the audit entry of the %s delete of %s failed", decision, review.name)
             if decision == "let-through":
-                self.tell(review)
+                self.tell(review, prediction)
 
-    def audit(self, review: Review, prediction: Prediction, decision: str) -> None:
+    def audit(self, review: Review, prediction: Prediction, decision: str) -> bool:
+        """The decision's entry, one per review: False (nothing written) when the review's UID has one already."""
         finding = next(f for f in prediction.findings if f.blocking)
-        with self.db.unit_of_work() as uow:
-            uow.audit.append(
-                DENIED if decision == "denied" else ALLOWED,
-                actor=(review.username or "unknown")[:ACTOR_LIMIT],
-                cluster=self.cluster,
-                namespace=review.name,
-                objects=[{"kind": o.kind, "name": o.name, "namespace": o.namespace} for o in finding.objects[:3]],
-                details={
-                    "user": review.username,
-                    "namespace_uid": review.namespace_uid,
-                    "review_uid": review.uid,
-                    "mode": self.mode,
-                    "anyway": decision == "let-through" and self.mode == "deny",
-                    "prediction": {
-                        "would_block": prediction.would_block,
-                        "complete": prediction.complete,
-                        "cause": finding.cause.value,
-                        "summary": finding.summary,
+        event = DENIED if decision == "denied" else ALLOWED
+        try:
+            with self.db.unit_of_work() as uow:
+                appended = uow.audit.append(
+                    event,
+                    actor=(review.username or "unknown")[:ACTOR_LIMIT],
+                    cluster=self.cluster,
+                    namespace=review.name,
+                    objects=[{"kind": o.kind, "name": o.name, "namespace": o.namespace} for o in finding.objects[:3]],
+                    details={
+                        "user": review.username,
+                        "namespace_uid": review.namespace_uid,
+                        "review_uid": review.uid,
+                        "mode": self.mode,
+                        "anyway": decision == "let-through" and self.mode == "deny",
+                        "prediction": {
+                            "would_block": prediction.would_block,
+                            "complete": prediction.complete,
+                            "cause": finding.cause.value,
+                            "summary": finding.summary,
+                        },
                     },
-                },
-            )
+                )
+                # looked for after the append, which holds the chain's head (a row lock, SQLite's write
+                # lock) until the commit: of two replicas given the same review, the second sees the first's
+                for entry in uow.audit.records(event=event, since=self.wall() - REPEATS_WITHIN):
+                    if entry.seq < appended.seq and entry.details.get("review_uid") == review.uid:
+                        raise _Repeated
+        except _Repeated:
+            log.info("admission: the review %s of %s was heard before: no second audit entry", review.uid, review.name)
+            return False
+        return True
 
-    def tell(self, review: Review) -> bool:
-        """Once the namespace of the review's UID is being deleted: its incident opened and its verdict posted
-        to the channel, once per UID; False when nothing was posted (not deleted, posted already, no channel)."""
+    def tell(self, review: Review, prediction: Prediction) -> bool:
+        """Once the namespace of the review's UID is being deleted: its incident opened with the prediction and
+        posted to the channel, once per UID; False when nothing was posted (not deleted, posted already, no
+        channel)."""
         uid = review.namespace_uid
         if self.channel is None or not uid:
             return False
@@ -182,7 +207,7 @@ class AdmissionEvents:
             if not self._deleting(review.name, uid):
                 log.info("admission: %s was let through but is not being deleted: nothing to tell", review.name)
                 return False
-            result = self._held(review.name, uid)
+            result = self._at_the_delete(review.name, uid, prediction)
             if result is None:
                 return False
             by = (DELETED_BY + (review.username or "unknown"))[:REQUESTED_BY_LIMIT]
@@ -198,23 +223,27 @@ class AdmissionEvents:
             with self._lock:
                 self._telling.discard(uid)
 
-    def _held(self, name: str, uid: str) -> DiagnosisResult | None:
-        """The diagnosis of the deleted namespace once it names what holds it: in the first seconds after a
-        delete the engine sees content still being deleted (the namespace controller has not run yet, or
-        within SETTLING), so it is diagnosed again every `again_seconds` for up to `hold_seconds`; the last
-        one then, whatever it says. None: it is gone, made again, or the cluster stopped answering."""
-        ends = time.monotonic() + self.hold_seconds
-        while True:
-            try:
-                result = self.diagnoser(self.cluster, name)
-            except NsstuckError as e:
-                log.warning("admission: diagnosing %s after its delete failed: %s", name, e)
-                return None
-            summary = result.summary
-            if summary.state is not NamespaceState.TERMINATING or summary.namespace_uid != uid:
-                return None
-            if summary.cause is not None or time.monotonic() >= ends or self._closed.wait(self.again_seconds):
-                return result
+    def _at_the_delete(self, name: str, uid: str, prediction: Prediction) -> DiagnosisResult | None:
+        """The deleted namespace as it is now (one look: its UID, deletionTimestamp and snapshot), with the
+        findings the admission check predicted in place of the engine's: right after a delete the engine
+        sees content still being deleted, while the prediction says what will hold it. None: it is gone,
+        made again, or the cluster stopped answering."""
+        try:
+            result = self.diagnoser(self.cluster, name)
+        except NsstuckError as e:
+            log.warning("admission: looking at %s after its delete failed: %s", name, e)
+            return None
+        summary = result.summary
+        if summary.state is not NamespaceState.TERMINATING or summary.namespace_uid != uid:
+            return None
+        at = summary.deletion_timestamp or summary.observed_at
+        diagnosis = replace(
+            result.diagnosis,
+            findings=tuple(after_the_delete(f, at) for f in prediction.findings),
+            complete=prediction.complete,
+            gaps=prediction.gaps,
+        )
+        return DiagnosisResult(diagnosis, result.snapshot, result.duration_ms)
 
     def _deleting(self, name: str, uid: str) -> bool:
         """Whether the namespace of that UID gets a deletionTimestamp within `look_seconds`."""
@@ -238,3 +267,36 @@ class AdmissionEvents:
                 return False
             self._closed.wait(self.interval)
         return False
+
+
+def after_the_delete(finding: Finding, at: datetime) -> Finding:
+    """A predicted finding as the incident of the deleted namespace carries it: said to be the prediction made at
+    the delete, and its remedies as they apply now that the namespace is being deleted (a `prepare` step is
+    again the change it stands for, which a Request button files; the live cluster is checked again before
+    anything is done, as for every request)."""
+    said = (
+        f"predicted by nsstuck's admission webhook when the namespace was deleted ({at:%Y-%m-%d %H:%M:%S} UTC), "
+        "from the namespace as it was just before the delete"
+    )
+    return replace(
+        finding,
+        evidence=(said, *finding.evidence),
+        remedies=tuple(_now_deleting(r) for r in finding.remedies),
+    )
+
+
+def _now_deleting(remedy: Remedy) -> Remedy:
+    if remedy.action is not Action.PREPARE or remedy.prepares is None:
+        return remedy
+    return replace(
+        remedy,
+        action=remedy.prepares,
+        prepares=None,
+        description=remedy.description.removeprefix(BEFORE),
+        # the objects as the prediction saw them, by UID: the delete itself changes their version
+        targets=tuple(_unversioned(t) for t in remedy.targets),
+    )
+
+
+def _unversioned(ref: ObjectRef) -> ObjectRef:
+    return replace(ref, resource_version=None)

@@ -119,7 +119,9 @@ def verdict(
     if unasked:
         notes.append("found by nsstuck's watch, unasked")
     if deleted_by is not None:
-        notes.append(f"deleted by {code(deleted_by)}, seen by nsstuck's admission webhook")
+        notes.append(
+            f"deleted by {code(deleted_by)}; what will hold it: as nsstuck's admission webhook predicted at the delete"
+        )
     if not diagnosis.complete:
         notes.append(":warning: incomplete evidence")
     if diagnosis.findings or has_prediction_details(diagnosis):

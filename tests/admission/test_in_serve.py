@@ -128,11 +128,8 @@ def test_the_channel_hears_a_delete_once_and_deny_mode_refuses(bot: Bot) -> None
         "Warning: nsstuck: orphaned_finalizer: kiali/kiali would hold it; see `nsstuck precheck team-kiali`"
     ]
     assert deleting(emu, "team-kiali")
-    # the namespace controller's first passes, 40 s on: the Kiali keeps its finalizer (the engine gives a
-    # fresh delete 30 s before it judges what holds it; the bot diagnoses again meanwhile)
-    for _ in range(4):
-        emu.clock.advance(10)  # type: ignore[attr-defined]
-        emu.settle()
+    # posted at once with the prediction (the emulator's clock stands still: the engine itself would still
+    # see a fresh delete, content being deleted)
     posted = bot.slack.wait_for(lambda: bot.told(OPS_CHANNEL, "team-kiali") or None, timeout=30)
     assert len(posted) == 1
     line = bot.slack.render(posted[0])
@@ -143,6 +140,8 @@ def test_the_channel_hears_a_delete_once_and_deny_mode_refuses(bot: Bot) -> None
     assert "orphaned_finalizer" in line, line + "\n----\n" + text
     assert "kiali" in text
     assert "Request" in json.dumps(thread), text  # the ranked remedies with their Request buttons
+    assert "predicted by nsstuck's admission webhook when the namespace was deleted" in text, text
+    assert "admission webhook predicted at the delete" in bot.slack.render(posted[0])
     incidents = bot.rows("SELECT * FROM incidents WHERE namespace = 'team-kiali'")
     assert [(i["cluster"], i["status"]) for i in incidents] == [("prod-eu", "open")]
     entries = bot.audit("team-kiali")
@@ -182,9 +181,6 @@ def test_the_channel_hears_a_delete_once_and_deny_mode_refuses(bot: Bot) -> None
     anyway = kubectl(bot.kubeconfig, "delete", "ns", "guard-anyway", "--wait=false")
     assert anyway.returncode == 0, anyway.stderr
     assert len(warnings(anyway)) == 1
-    for _ in range(4):
-        emu.clock.advance(10)  # type: ignore[attr-defined]
-        emu.settle()
     told = bot.slack.wait_for(lambda: bot.told(SECOND_CHANNEL, "guard-anyway") or None, timeout=30)
     assert f"deleted by `{user}`" in bot.slack.render(told[0])
     assert [e["event"] for e in bot.audit("guard-anyway")] == ["admission_allowed"]

@@ -101,6 +101,8 @@ def test_exit_4_when_it_would_get_stuck_with_the_reasons(cluster: tuple[Emulator
     assert finding["controller"]["state"] == "dead"
     assert [r["action"] for r in finding["remedies"]] == ["prepare"]
     assert finding["remedies"][0]["requires_approval"] is False
+    # the change the step stands for, which the admission webhook's thread files once the delete is seen
+    assert finding["remedies"][0]["prepares"] == "remove_finalizer"
     as_yaml = precheck("preview-123", "--kubeconfig", str(kubeconfig), "-o", "yaml")
     assert as_yaml.returncode == 4
     assert yaml.safe_load(as_yaml.stdout)["prediction"] == prediction
