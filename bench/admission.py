@@ -43,6 +43,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import ssl
 import statistics
 import subprocess
@@ -60,7 +61,7 @@ from typing import Any
 import trustme
 
 from bench._emulators import emulated_clusters
-from bench._proc import cpu_ticks, machine_cpu, stolen_share, tree_cpu_seconds
+from bench._proc import cpu_seconds, cpu_ticks, machine_cpu, stolen_share, tree_cpu_seconds
 from bench._report import Check, finish, percentile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -199,11 +200,15 @@ class Served:
     port: int
     ca: trustme.CA
     log: Path
+    emulator: int  # the emulator's process id
+
+    def watch(self) -> dict[str, int]:
+        return {"endpoint": self.process.pid, "emulator": self.emulator}
 
 
 @contextmanager
 def admission_server(
-    program: list[str], kubeconfig: Path, work: Path, budget: float, env: dict[str, str]
+    program: list[str], kubeconfig: Path, work: Path, *, budget: float, env: dict[str, str], emulator: int
 ) -> Iterator[Served]:
     """`nsstuck admission serve` on a free port of 127.0.0.1 with a fresh CA's certificate, until the block ends."""
     ca = trustme.CA()
@@ -223,7 +228,7 @@ def admission_server(
             if process.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"nsstuck admission serve did not start:\n{log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.05)
-        yield Served(process, int(found.group(1)), ca, log)
+        yield Served(process, int(found.group(1)), ca, log, emulator)
     finally:
         process.terminate()
         try:
@@ -324,18 +329,27 @@ class Noise:
     """The machine while a phase ran: the share of its CPU time the host took, and the cores other
     processes than this benchmark's (itself, the emulator, the endpoint, precheck) used."""
 
+    # processes whose own CPU time over the phase is reported too ("endpoint", "emulator")
+    watch: dict[str, int] = field(default_factory=dict)
     ticks: list[int] = field(default_factory=cpu_ticks)
     machine: tuple[int, int] = field(default_factory=machine_cpu)
     ours: float = field(default_factory=_our_cpu)
     started: float = field(default_factory=time.monotonic)
 
+    def __post_init__(self) -> None:
+        self.watched = {name: cpu_seconds(pid) for name, pid in self.watch.items()}
+
     def end(self) -> dict[str, float]:
+        spent = {
+            f"{name}_cpu_seconds": round(cpu_seconds(self.watch[name]) - before, 2)
+            for name, before in self.watched.items()
+        }
         stolen = stolen_share(self.ticks, cpu_ticks())
         busy, every = (after - before for after, before in zip(machine_cpu(), self.machine, strict=True))
         elapsed = max(time.monotonic() - self.started, 1e-9)
         ours = (_our_cpu() - self.ours) / elapsed
         others = max(0.0, busy / every * (os.cpu_count() or 1) - ours) if every else 0.0
-        return {"steal": round(stolen, 3), "other_cores": round(others, 2)}
+        return {"steal": round(stolen, 3), "other_cores": round(others, 2), **spent}
 
 
 def latency_figures(answers: list[Answered], noise: dict[str, float]) -> dict[str, Any]:
@@ -376,19 +390,19 @@ def measure(shape: Shape, plan: Plan, latency_ms: float, work: Path, program: li
     shape_env = {SHAPE_VARIABLE: f"{shape.types},{shape.objects},{int(shape.concurrent)}"}
     with emulated_clusters(
         1, processes=1, latency_ms=latency_ms, work=work, build="bench.admission:build_from_env", env=shape_env
-    ) as (kubeconfigs, _):
+    ) as (kubeconfigs, emulators):
         built = time.perf_counter() - started
         kubeconfig = kubeconfigs[0]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_", "KUBECONFIG"))}
         env |= {"HOME": str(work), "PYTHONPATH": str(REPO)}
         precheck = [*program, "precheck", NAMESPACE, "--kubeconfig", str(kubeconfig)]
-        with admission_server(program, kubeconfig, work, plan.budget, env) as served:
+        with admission_server(program, kubeconfig, work, budget=plan.budget, env=env, emulator=emulators[0]) as served:
             client = Client(served)
             try:
                 first = client.review(NAMESPACE)  # the first after the start: connections and imports made
                 idle: list[Answered] = []
                 prechecks: list[tuple[float, int]] = []
-                noise = Noise()
+                noise = Noise(served.watch())
                 blocks = max(1, plan.prechecks)
                 for block in range(blocks):  # interleaved: the machine's drift touches each alike
                     if block < plan.prechecks:
@@ -431,7 +445,7 @@ def concurrently(served: Served, rounds: int) -> dict[str, Any]:
             with lock:
                 answers.append(answered)
 
-    noise = Noise()
+    noise = Noise(served.watch())
     threads = [threading.Thread(target=caller, args=pair) for pair in zip(clients, namespaces, strict=True)]
     try:
         for thread in threads:
@@ -447,7 +461,7 @@ def concurrently(served: Served, rounds: int) -> dict[str, Any]:
 def slowly(served: Served, count: int) -> dict[str, Any]:
     """Reviews of slow-reads, one after another: the budget runs out on each."""
     client = Client(served)
-    noise = Noise()
+    noise = Noise(served.watch())
     try:
         answers = [client.review(SLOW_NAMESPACE) for _ in range(count)]
     finally:
@@ -461,7 +475,8 @@ def slowly(served: Served, count: int) -> dict[str, Any]:
 def _line(what: str, got: dict[str, Any]) -> str:
     return (
         f"  {what}: p50 {got['p50_seconds']:.3f} s  p99 {got['p99_seconds']:.3f} s  max {got['max_seconds']:.3f} s"
-        f"   (steal {got['steal']:.1%}, other processes {got['other_cores']:.2f} cores)"
+        f"   (steal {got['steal']:.1%}, other processes {got['other_cores']:.2f} cores; CPU over the phase: "
+        f"endpoint {got['endpoint_cpu_seconds']:.2f} s, emulator {got['emulator_cpu_seconds']:.2f} s)"
     )
 
 
@@ -581,9 +596,12 @@ def main(argv: list[str] | None = None) -> int:
     program = shlex.split(args.nsstuck)
     ticks = cpu_ticks()
     noise = Noise()
-    results = {
-        s.name: measure(s, plan, args.latency_ms, work, program) for s in plan.shapes if args.only in (None, s.name)
-    }
+    try:
+        results = {
+            s.name: measure(s, plan, args.latency_ms, work, program) for s in plan.shapes if args.only in (None, s.name)
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     whole = noise.end()
     stolen = stolen_share(ticks, cpu_ticks())
     measured = stolen <= STEAL_LIMIT
