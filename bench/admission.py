@@ -29,7 +29,8 @@ Every answer must be 200, `allowed: true`, with the prediction's warnings (or, f
 "could not finish" one). It prints p50/p99 per phase with the CPU steal measured over that phase (and
 the cores other processes of the machine took), then PASS or MISS per target: the small one idle and
 with 5 concurrent deletes, p99 under 1.5 s; the large one idle, p99 under 3 s and within 3x the
-precheck's median; every answer within the budget plus 0.5 s. Past 10% steal the latency targets are
+precheck's median (and every one of its answers with the prediction: one cut at the budget is not a check
+made in that time); every answer within the budget plus 0.5 s. Past 10% steal the latency targets are
 "not measured". Exits 1 if a target is missed. `--quick` runs the same on small clusters with a few
 reviews and a 1 s budget (the benchmark's own test: it checks the bookkeeping, not the figures).
 """
@@ -515,7 +516,13 @@ def report(plan: Plan, results: dict[str, dict[str, Any]], measured: bool, stole
             ratio = idle["p99_seconds"] / got["precheck_seconds"]
             got["idle_p99_to_precheck"] = round(ratio, 2)
             print(f"  idle p99 / precheck: {ratio:.2f}x")
-            timing.append((f"{shape.name}, idle: p99 {ratio:.2f}x the precheck process", ratio <= 3.0, "<= 3x"))
+            # an answer cut at the budget is no check made within 3x the precheck's time
+            whole = idle["with_prediction"] == idle["n"]
+            text = (
+                f"{shape.name}, idle: p99 {ratio:.2f}x the precheck process, "
+                f"{idle['with_prediction']} of {idle['n']} answers with the prediction"
+            )
+            timing.append((text, ratio <= 3.0 and whole, "<= 3x, every answer with the prediction"))
         if shape.concurrent:
             together, slow = got["concurrent"], got["slow"]
             print(
