@@ -59,6 +59,7 @@ bench: install
 	PYTHONPATH=. $(BIN)/python -m bench.digest --json bench/out/digest.json
 	PYTHONPATH=. $(BIN)/python -m bench.socket --json bench/out/socket.json
 	PYTHONPATH=. $(BIN)/python -m bench.load --json bench/out/load.json
+	PYTHONPATH=. $(BIN)/python -m bench.admission --json bench/out/admission.json
 
 ## the real bot against the Slack and Kubernetes emulators, printed as a user reads it
 demo: install
