@@ -21,7 +21,7 @@ from bot.kube.collecting import CollectOptions, Collector, remaining_types
 from bot.kube.connecting import ClusterTarget, connect
 from bot.kube.transport import Transport
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario_once
 
 FULL = CollectOptions(deadline=10, call_timeout=3)
 SHORT = CollectOptions(deadline=10, call_timeout=3, contents_from_conditions=True)
@@ -62,7 +62,7 @@ def both(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0)
     emu.start()
     try:
-        apply_scenario(emu, scenario.name)
+        apply_scenario_once(emu, scenario.name)  # built once per process
         kubeconfig = emu.write_kubeconfig(tmp_path_factory.mktemp(request.param) / "kubeconfig")
         namespace = scenario.expected.namespace
         full, full_lists, ns_object = _collect(emu, kubeconfig, namespace, FULL)

@@ -13,7 +13,8 @@ objects that hold the namespace, the first remedy action, whether the evidence i
 exact namespace conditions the namespace controller writes.
 
     SCENARIOS: dict[str, Scenario]
-    apply_scenario(emu, name) -> Scenario
+    apply_scenario(emu, name) -> Scenario       # the build, always
+    apply_scenario_once(emu, name) -> Scenario  # the build once per process, then its state restored
 
 With a FakeClock the build advances time itself; with a RealClock it cannot, so it only settles
 once and the state converges as real time passes (with the background controller loop running).
@@ -29,7 +30,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -37,9 +38,12 @@ from typing import Any, Literal
 
 from tests.fakes.tracing import untraced, untraced_here
 
+from .clock import FakeClock
 from .controllers import controllers_of
 from .controllers._http import JSON, ApiError, KubeHTTP
 from .controllers.kubelet import CRASH_LOOP_ANNOTATION, STUCK_TERMINATING_ANNOTATION, TEARDOWN_ERROR_ANNOTATION
+from .emulator import Emulator
+from .state import EmulatorState, StateError, capture, restore
 
 Cause = Literal[
     "apiservice_unavailable",
@@ -3413,17 +3417,53 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [*_scenarios(), *_aggregate
 
 
 def apply_scenario(emu: Any, name: str) -> Scenario:
-    """Build scenario ``name`` on a started emulator; returns it (with its expectations)."""
-    try:
-        scenario = SCENARIOS[name]
-    except KeyError:
-        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}") from None
+    """Build scenario ``name`` on a started emulator; returns it (with its expectations). Always the real
+    build; what it leaves is also remembered for ``apply_scenario_once`` (when it can be: ``_remember``)."""
+    scenario = _scenario(name)
     with untraced_here():
-        _apply(emu, scenario)
+        _configure(emu, scenario)
+        key = _once_key(emu, scenario)
+        scenario.build(emu)
+        _remember(key, emu)
     return scenario
 
 
+def apply_scenario_once(emu: Any, name: str) -> Scenario:
+    """``apply_scenario``, built at most once per process for each scenario and starting state: the first
+    time, the real build; after that, the state that build left restored into ``emu`` (``state.py``),
+    which nothing read over HTTP or through kubectl tells apart from a build
+    (``tests/emulator/test_scenario_states.py``). A few milliseconds instead of about 0.3 CPU-seconds.
+
+    The starting state is the emulator as the scenario's options leave it (seed, clock, options,
+    controllers, knobs, store, ...): an emulator that already holds something else gets a build of its
+    own. One that cannot be captured (a RealClock, a background controller loop, controllers of its
+    own, a routed Service) always gets the real build. Tests of the build itself use ``apply_scenario``."""
+    scenario = _scenario(name)
+    with untraced_here():
+        _configure(emu, scenario)
+        key = _once_key(emu, scenario)
+        state = _BUILT.get(key) if key is not None else None
+        if state is not None:
+            restore(emu, state)
+            return scenario
+        scenario.build(emu)
+        _remember(key, emu)
+    return scenario
+
+
+def _scenario(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}") from None
+
+
 def _apply(emu: Any, scenario: Scenario) -> None:
+    _configure(emu, scenario)
+    scenario.build(emu)
+
+
+def _configure(emu: Any, scenario: Scenario) -> None:
     options = getattr(emu, "options", None)
     for key, value in scenario.options.items():
         if isinstance(options, dict):
@@ -3433,7 +3473,59 @@ def _apply(emu: Any, scenario: Scenario) -> None:
     ctrls = controllers_of(emu)
     if ctrls is not None:
         ctrls.configure(**dict(scenario.options))
-    scenario.build(emu)
+
+
+# (scenario, digest of the starting state) -> what the scenario's build left there
+_BUILT: dict[tuple[str, str], EmulatorState] = {}
+
+
+def _remember(key: tuple[str, str] | None, emu: Any) -> None:
+    if key is None or key in _BUILT:
+        return
+    with suppress(StateError):  # not capturable: later calls build again
+        _BUILT[key] = capture(emu)
+
+
+def _once_key(emu: Any, scenario: Scenario) -> tuple[str, str] | None:
+    """(scenario, a digest of everything of ``emu`` a build starts from), or None where no state is kept:
+    not an Emulator on a FakeClock, or one whose controllers run in the background (what a build leaves
+    then depends on timing)."""
+    if not isinstance(emu, Emulator) or not isinstance(emu.clock, FakeClock) or emu._bg is not None:
+        return None
+    store, cluster = emu.cluster.store, emu.cluster
+    digest = hashlib.sha256()
+    with store.lock:
+        for key in sorted(store.data):
+            for name, entry in sorted(store.data[key].items()):
+                digest.update(repr((key, name)).encode())
+                digest.update(entry.raw)
+        ctrls = controllers_of(emu)
+        parts = (
+            emu.seed,
+            emu.clock.now().isoformat(),
+            sorted(emu.options.items(), key=lambda kv: kv[0]),
+            emu.discovery_error_style,
+            store.rv,
+            store.first_rv,
+            len(store.events),
+            store.rng.getstate(),
+            sorted(cluster.types),
+            sorted(cluster.backends.items()),
+            cluster.rbac,
+            cluster._next_ip,
+            sorted(cluster.admin_users),
+            sorted(cluster.service_routes.items()),
+            sorted(emu.tokens.items()),
+            sorted(emu.basic_auth.items()),
+            emu.eks_auth,
+            emu.knobs,
+            sorted(emu.pod_logs._lines.items()),
+            len(emu.journal.entries(admin=True)),
+            [(type(c).__name__, getattr(c, "_last", None)) for c in emu.controllers],
+            None if ctrls is None else [(type(c).__name__, sorted(vars(c).items())) for c in ctrls.all()],
+        )
+    digest.update(repr(parts).encode())
+    return scenario.name, digest.hexdigest()
 
 
 # --------------------------------------------------------------------------------------------

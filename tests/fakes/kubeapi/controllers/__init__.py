@@ -181,6 +181,13 @@ def install_default_controllers(emu: Any) -> DefaultControllers:
     return controllers
 
 
+def replace_controllers(emu: Any, controllers: DefaultControllers) -> None:
+    """Register ``controllers`` on ``emu`` in place of the default set installed there (a restored state's,
+    ``state.py``): the same gates in the same order, each around the given controller."""
+    emu.controllers[:] = controllers.gated()
+    _installed[emu] = controllers
+
+
 def controllers_of(emu: Any) -> DefaultControllers | None:
     """The controllers install_default_controllers registered on ``emu`` (None if it was not called)."""
     return _installed.get(emu)
@@ -202,4 +209,5 @@ __all__ = [
     "ReplicaSetController",
     "controllers_of",
     "install_default_controllers",
+    "replace_controllers",
 ]

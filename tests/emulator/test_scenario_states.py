@@ -1,0 +1,200 @@
+"""A scenario's state restored (`state.py`, `apply_scenario_once`) is the state its build leaves.
+
+For every scenario, an emulator the scenario was built on (the session's, `applied_scenarios`) and a
+fresh one its captured state was restored into answer every read alike over HTTP: every object of every
+listable type with its resourceVersion, the discovery documents (legacy and aggregated), the list's
+resourceVersion, the watch replay from the oldest kept event, what the user identity is refused, and
+the next Audit-Id. Some scenarios are also run on for five minutes on both, and read through the real
+kubectl.
+"""
+
+from __future__ import annotations
+
+import http.client
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.fakes.kubeapi import Emulator, FakeClock
+from tests.fakes.kubeapi.controllers._http import KubeHTTP
+from tests.fakes.kubeapi.scenarios import SCENARIOS, Api, apply_scenario, apply_scenario_once, run_for, snapshot
+from tests.fakes.kubeapi.state import StateError, capture, restore
+
+from ._scenario_support import START, AppliedScenarios, applied_scenarios, kubectl, kubectl_available, new_emulator
+
+__all__ = ["applied_scenarios"]
+
+NAMES = sorted(SCENARIOS)
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+# scenarios whose controllers carry memory between passes that decides what happens next (pod GC's
+# timers, the kubelet's kills, the CRD finalizer's attempts, the namespace controller's queue, a stopped
+# kube-controller-manager), run on after the restore
+RUN_ON = (
+    "pod-on-missing-node",
+    "pod-on-notready-node",
+    "seed003-kiali-orphaned-finalizer",
+    "content-deleting",
+    "controller-manager-down",
+    "just-deleted",
+)
+
+
+def _served(emu: Emulator, namespace: str) -> dict[str, Any]:
+    """What a client can read of ``emu`` (everything but the Audit-Id, which each read moves on, and the
+    address it serves at)."""
+    admin = KubeHTTP(emu.url, emu.admin_token)
+    user = KubeHTTP(emu.url, emu.user_token)
+    try:
+        out: dict[str, Any] = {"objects": snapshot(emu)}
+        out["/api"] = admin.raw("GET", "/api")
+        out["/api/v1"] = admin.raw("GET", "/api/v1")
+        out["/apis"] = admin.raw("GET", "/apis")
+        out["/apis aggregated"] = admin.raw("GET", "/apis", accept=AGGREGATED)
+        out["/api aggregated"] = admin.raw("GET", "/api", accept=AGGREGATED)
+        for group in admin.get("/apis").get("groups") or []:
+            for version in group.get("versions") or []:
+                path = f"/apis/{version['groupVersion']}"
+                out[path] = admin.raw("GET", path)
+        out["list rv"] = admin.get("/api/v1/namespaces", limit="1")["metadata"]["resourceVersion"]
+        since = str(emu.cluster.store.first_rv - 1)
+        for path in ("/api/v1/namespaces", "/api/v1/pods", "/api/v1/events"):
+            out[f"watch {path}"] = admin.raw(
+                "GET", path, query={"watch": "1", "resourceVersion": since, "timeoutSeconds": "0.001"}
+            )
+        for what in ("pods", "secrets", "configmaps"):
+            out[f"user {what}"] = user.raw("GET", f"/api/v1/namespaces/{namespace}/{what}")
+        # the one thing that differs: the address each emulator serves at, which /api names
+        here = emu.cluster.server_address.encode()
+        return {k: (v[0], v[1], v[2].replace(here, b"<server>")) if isinstance(v, tuple) else v for k, v in out.items()}
+    finally:
+        admin.close_all()
+        user.close_all()
+
+
+def _next_audit_id(emu: Emulator) -> str | None:
+    parts = urlsplit(emu.url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    try:
+        conn.request("GET", "/version", headers={"Authorization": f"Bearer {emu.admin_token}"})
+        resp = conn.getresponse()
+        resp.read()
+        return resp.getheader("Audit-Id")
+    finally:
+        conn.close()
+
+
+def _in_process(emu: Emulator) -> dict[str, Any]:
+    """What the emulator decides answers from, beside the store: the clock, options, knobs, logs."""
+    return {
+        "now": emu.clock.now(),
+        "options": dict(emu.options),
+        "discovery_error_style": emu.discovery_error_style,
+        "knobs": repr(emu.knobs),
+        "pod_logs": dict(emu.pod_logs._lines),
+        "tokens": dict(emu.tokens),
+        "journal": [e.line for e in emu.journal.entries(admin=True)],
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_restored_state_reads_as_the_built_one(name: str, applied_scenarios: AppliedScenarios) -> None:
+    built = applied_scenarios.get(name).emu
+    restored = Emulator(clock=FakeClock(START), seed=0).start()
+    try:
+        restore(restored, capture(built))
+        assert _next_audit_id(restored) == _next_audit_id(built)
+        assert _in_process(restored) == _in_process(built)
+        ns = SCENARIOS[name].expected.namespace
+        theirs, ours = _served(built, ns), _served(restored, ns)
+    finally:
+        restored.stop()
+    assert ours.keys() == theirs.keys()
+    assert [key for key in ours if ours[key] != theirs[key]] == []
+    assert ours["objects"] == applied_scenarios.get(name).snapshot
+
+
+@pytest.mark.parametrize("name", RUN_ON)
+def test_a_restored_state_runs_on_as_the_built_one(name: str) -> None:
+    built = new_emulator(SCENARIOS[name])
+    restored = Emulator(clock=FakeClock(START), seed=0).start()
+    try:
+        apply_scenario(built, name)
+        restore(restored, capture(built))
+        for emu in (built, restored):
+            run_for(emu, 300, step=30)
+        ns = SCENARIOS[name].expected.namespace
+        assert _served(restored, ns) == _served(built, ns)
+    finally:
+        built.stop()
+        restored.stop()
+
+
+def test_apply_scenario_once_restores_what_the_build_left(applied_scenarios: AppliedScenarios) -> None:
+    name = "pvc-in-use"
+    built = applied_scenarios.get(name).emu  # built by apply_scenario, which remembers what it left
+    again = new_emulator(SCENARIOS[name])
+    try:
+        apply_scenario_once(again, name)
+        store, theirs = again.cluster.store, built.cluster.store
+        # the very objects the build stored (a build of its own would have stored new ones)
+        assert store.data.keys() == theirs.data.keys()
+        for key, bucket in store.data.items():
+            assert all(entry is theirs.data[key][at] for at, entry in bucket.items()), key
+        assert _served(again, "database") == _served(built, "database")
+    finally:
+        again.stop()
+
+
+def test_apply_scenario_once_builds_on_an_emulator_holding_something_else(
+    applied_scenarios: AppliedScenarios,
+) -> None:
+    name = "pvc-in-use"
+    built = applied_scenarios.get(name)
+    other = new_emulator(SCENARIOS[name])
+    try:
+        Api(other).namespace("already-here")
+        apply_scenario_once(other, name)
+        objects = snapshot(other)
+    finally:
+        other.stop()
+    assert any("/namespaces//already-here" in key for key in objects)
+    assert built.snapshot.keys() < objects.keys()
+
+
+def test_what_cannot_be_captured_or_restored_is_refused() -> None:
+    seven = Emulator(clock=FakeClock(START), seed=7).start()
+    zero = Emulator(clock=FakeClock(START), seed=0).start()
+    try:
+        with pytest.raises(StateError, match="seed 7 cannot be restored into seed 0"):
+            restore(zero, capture(seven))
+        zero.route_service("ns", "svc", ("127.0.0.1", 1))
+        with pytest.raises(StateError, match="routed Services"):
+            capture(zero)
+    finally:
+        seven.stop()
+        zero.stop()
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(not kubectl_available(), reason="/usr/bin/kubectl is not installed")
+@pytest.mark.parametrize("name", ["seed000-metrics-missing-endpoints", "seed003-kiali-orphaned-finalizer"])
+def test_kubectl_reads_a_restored_state_as_the_built_one(
+    name: str, applied_scenarios: AppliedScenarios, tmp_path: Path
+) -> None:
+    built = applied_scenarios.get(name).emu
+    restored = Emulator(clock=FakeClock(START), seed=0).start()
+    try:
+        restore(restored, capture(built))
+        reads = (
+            ("api-resources", "-o", "wide"),
+            ("get", "namespaces,pods,configmaps,apiservices,crd,events", "-A", "-o", "json"),
+        )
+        for args in reads:
+            theirs = kubectl(built, tmp_path, *args, admin=True)
+            ours = kubectl(restored, tmp_path, *args, admin=True)
+            assert (ours.returncode, ours.stdout) == (theirs.returncode, theirs.stdout), args
+            assert theirs.stdout
+    finally:
+        restored.stop()
