@@ -8,9 +8,9 @@ The bot runs on a PostgreSQL server of this test's own (scripts/pg-test-server),
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -27,6 +27,7 @@ from tests.slack._bot import running_bot
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "pg-test-server"
+RETRYING = re.compile(r"the database is unavailable \([^)]*\); retrying")
 
 
 def _pg_available() -> bool:
@@ -70,6 +71,12 @@ def _readiness(url: str) -> tuple[int, str]:
             return int(e.code), e.read().decode()
 
 
+def _waiting_for_the_database(log: Path) -> int:
+    """How many recordings of a diagnosis the bot has said wait for the database (each says it once,
+    bot/services/answering.py `record_durably`)."""
+    return len(RETRYING.findall(log.read_text(errors="replace")))
+
+
 def test_the_bot_rides_out_a_database_restart(
     own_postgres: tuple[str, dict[str, str]],
     slack_emulator: SlackEmulator,
@@ -89,7 +96,8 @@ def test_the_bot_rides_out_a_database_restart(
                 acked = bot.driver.slash_command("/nsstuck", f"prod-eu {name}", user=ALICE, channel=OPS_CHANNEL)
                 assert acked.status == 200
                 assert "On it" in acked.body
-            time.sleep(3)  # the diagnoses are done; their recording waits for the database
+            # the diagnoses are done; their recording waits for the database (each says so once)
+            slack_emulator.wait_for(lambda: _waiting_for_the_database(bot.log) >= 2 or None, timeout=20)
             assert _healthy(bot.url)  # alive: nothing to restart
             code, said = _readiness(bot.url)  # but not ready: the database does not answer
             assert (code, said.split(" (")[0]) == (503, "not ready: the database is unavailable"), said
