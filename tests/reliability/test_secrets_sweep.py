@@ -64,6 +64,7 @@ import yaml
 from sqlalchemy import create_engine, inspect, make_url, text
 
 from bot.cli import main
+from tests._cli import run_nsstuck
 from tests._python import PYTHON, assert_no_resource_warning
 from tests.approvals._flow import Flow
 from tests.conftest import REPO
@@ -623,15 +624,18 @@ def _base_env(world: World, slack: SlackEmulator, database: str, config: Path, c
 
 @dataclass(frozen=True)
 class Run:
-    """A command to run as a process, the exit codes it may end with and a piece of what it must say."""
+    """A command to run as a process (or, with `process` False, in this process through the console
+    script's entry point: tests/_cli.py), the exit codes it may end with and a piece of what it must say."""
 
     argv: tuple[str, ...]
     env: dict[str, str] = field(repr=False)
     codes: set[int]
     says: str | None = None
+    process: bool = True
 
     def problems(self, outcome: Outcome) -> list[str]:
-        label = f"nsstuck {' '.join(self.argv)} (NSSTUCK_DATABASE_URL={self.env.get('NSSTUCK_DATABASE_URL')})"
+        where = "" if self.process else " (in process)"
+        label = f"nsstuck {' '.join(self.argv)}{where} (NSSTUCK_DATABASE_URL={self.env.get('NSSTUCK_DATABASE_URL')})"
         said = outcome.out + outcome.err
         found = []
         if outcome.code not in self.codes:
@@ -665,9 +669,29 @@ def _process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
     return Outcome(result.returncode, result.stdout, result.stderr)
 
 
+def _in_a_fresh_process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
+    """`nsstuck --log-level DEBUG ARGV` in this process as in a fresh one (tests/_cli.py: the environment
+    `env` alone, the logging set-up a new process gets, stdout and stderr captured, argparse's exits and
+    uncaught exceptions as the interpreter ends them): what it prints and logs at DEBUG is searched as a
+    process's is, at a few milliseconds of CPU instead of a second."""
+    done = run_nsstuck("--log-level", "DEBUG", *argv, env=env)
+    label = "nsstuck " + " ".join(argv) + " (in process)"
+    surfaces.add(f"{label}: stdout", done.stdout)
+    surfaces.add(f"{label}: stderr", done.stderr)
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
 def _processes(surfaces: Surfaces, runs: list[Run]) -> list[tuple[Run, Outcome]]:
+    """Each run, as a process (three at a time) or in this process (one at a time, after the processes:
+    it sets the environment and the root logger of this process while it runs), in the order given."""
+    children = [run for run in runs if run.process]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        return list(zip(runs, pool.map(lambda run: _process(surfaces, run.env, *run.argv), runs), strict=True))
+        outcomes = pool.map(lambda run: _process(surfaces, run.env, *run.argv), children)
+        done = dict(zip(map(id, children), outcomes, strict=True))
+    for run in runs:
+        if not run.process:
+            done[id(run)] = _in_a_fresh_process(surfaces, run.env, *run.argv)
+    return [(run, done[id(run)]) for run in runs]
 
 
 @contextlib.contextmanager
@@ -905,17 +929,19 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
     # every cluster checked, the failing ones among them: their reasons said, their secrets not
     runs.append(Run(("clusters", "check"), env, {3}, "unreachable"))
     runs.append(Run(("clusters", "check", "-o", "json"), env, {3}, "nsstuck.clusters/v1"))
-    for url in _bad_database_urls(world.canaries):
+    # each bad URL with each of three commands: one of them as a process (each command, and each URL, at
+    # least once as a process), the others in this process, searched alike (_in_a_fresh_process)
+    for index, url in enumerate(_bad_database_urls(world.canaries)):
         bad = {**env, "NSSTUCK_DATABASE_URL": url}
-        runs.append(Run(("config", "check"), bad, {0}, "database: "))
-        runs.append(Run(("history",), bad, {1, 2}, "database"))
-        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database"))
-    for url in _bad_database_urls(world.canaries, migration=True):
+        runs.append(Run(("config", "check"), bad, {0}, "database: ", process=index % 3 == 0))
+        runs.append(Run(("history",), bad, {1, 2}, "database", process=index % 3 == 1))
+        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database", process=index % 3 == 2))
+    for index, url in enumerate(_bad_database_urls(world.canaries, migration=True)):
         # a runtime role named, so that `db upgrade` goes as far as connecting with the migration URL
         bad = {**env, "NSSTUCK_MIGRATION_DATABASE_URL": url, "NSSTUCK_DATABASE_RUNTIME_ROLE": "nsstuck_runtime"}
-        runs.append(Run(("config", "check"), bad, {0}, "migrations: "))
-        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database"))
-        runs.append(Run(("db", "current"), bad, {1, 2}, "database"))
+        runs.append(Run(("config", "check"), bad, {0}, "migrations: ", process=index % 3 == 0))
+        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database", process=index % 3 == 1))
+        runs.append(Run(("db", "current"), bad, {1, 2}, "database", process=index % 3 == 2))
     for path in _malformed_configs(tmp_path, world.canaries):
         runs.append(Run(("config", "check"), {**env, "NSSTUCK_CONFIG": str(path)}, {2}, "config error"))
     unknown = {**env, "SLACK_BOT_TOKEN": world.canaries.bad_bot_token, "SLACK_APP_TOKEN": "", "NSSTUCK_HTTP_PORT": "1"}
