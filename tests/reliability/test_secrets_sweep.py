@@ -363,6 +363,7 @@ class Cluster:
     namespace: str = ""
     state: str = ""  # the scenario's expected state; "" for the failure clusters
     emulator: Emulator | None = None
+    scenario: str = ""  # the emulator's scenario; "" for the failure clusters
 
 
 @dataclass
@@ -372,9 +373,37 @@ class World:
     clusters: list[Cluster]
     emulators: list[Emulator]
     exec_marker: Path
+    built: dict[Emulator, int] = field(default_factory=dict)  # each emulator's store version once built
 
     def cluster(self, name: str) -> Cluster:
         return next(c for c in self.clusters if c.name == name)
+
+    def renew(self, name: str) -> None:
+        """The scenario cluster `name` built again, as `build_world` built it (a new emulator, the same
+        kubeconfig, credential and canaries), for a test after one that changed it."""
+        at, old = next((i, c) for i, c in enumerate(self.clusters) if c.name == name)
+        assert old.scenario
+        assert old.emulator is not None
+        new = _scenario_cluster(self, old.scenario, old.auth)
+        assert new.emulator is not None
+        self.clusters[at] = new
+        self.emulators[self.emulators.index(old.emulator)] = new.emulator
+        self.built[new.emulator] = new.emulator.cluster.store.rv
+        self.built.pop(old.emulator, None)
+        old.emulator.stop()
+
+    def renew_changed(self) -> list[str]:
+        """Each scenario cluster written to since it was built (its store's version moved), built again,
+        for a test that shares the world with one before it; their names. The failure clusters' emulators
+        cannot be built again alone: none may have been written to."""
+        changed = [
+            c.name for c in self.scenarios if c.emulator and c.emulator.cluster.store.rv != self.built[c.emulator]
+        ]
+        for name in changed:
+            self.renew(name)
+        written = [e.url for e in self.emulators if e.cluster.store.rv != self.built[e]]
+        assert not written, f"written to, and shared: {written}"
+        return changed
 
     @property
     def scenarios(self) -> list[Cluster]:
@@ -518,6 +547,37 @@ def _log_holds_a_credential(emu: Emulator, namespace: str, values: ValueCanaries
     emu.pod_logs.set(operator_ns, operator_pod(emu, operator_ns), lines)
 
 
+def _scenario_cluster(world: World, name: str, kind: str) -> Cluster:
+    """The scenario `name` in an emulator of its own, reached with the credential `kind` (one of
+    AUTH_KINDS); the remediated one is "prod-eu", with values in it, the logged one has a credential in
+    its operator's log."""
+    canaries, root = world.canaries, world.root
+    emu = _emulator()
+    try:
+        if not canaries.client_cert:  # one client certificate, trusted by every emulator of this process
+            canaries.client_cert, canaries.client_key = emu.issue_client_certificate(IDENTITY)
+            canaries.reference = emu.issue_client_certificate("reference")
+        scenario = apply_scenario(emu, name)
+        if name == REMEDIATED:
+            _values_in(emu, canaries.values)
+        if name == LOGGED:
+            _log_holds_a_credential(emu, scenario.expected.namespace, canaries.values)
+        _admit(emu, canaries)
+        cluster_name = "prod-eu" if name == REMEDIATED else name
+        proxy = f"http://sweep:{canaries.proxy_password}@127.0.0.1:9/"
+        kubeconfig = _kubeconfig(
+            root / "kubeconfigs" / f"{cluster_name}.yaml",
+            emu.https_url,
+            _user(kind, root, canaries, world.exec_marker),
+            proxy=proxy,
+        )
+    except BaseException:
+        emu.stop()
+        raise
+    expected = scenario.expected
+    return Cluster(cluster_name, kubeconfig, kind, expected.namespace, expected.state, emu, name)
+
+
 @contextlib.contextmanager
 def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> Iterator[World]:
     root.mkdir(parents=True, exist_ok=True)
@@ -527,28 +587,10 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
     world = World(canaries, root, [], [], marker)
     try:
         for index, name in enumerate(scenario_names):
-            emu = _emulator()
-            world.emulators.append(emu)
-            if not canaries.client_cert:  # one client certificate, trusted by every emulator of this process
-                canaries.client_cert, canaries.client_key = emu.issue_client_certificate(IDENTITY)
-                canaries.reference = emu.issue_client_certificate("reference")
-            scenario = apply_scenario(emu, name)
-            if name == REMEDIATED:
-                _values_in(emu, canaries.values)
-            if name == LOGGED:
-                _log_holds_a_credential(emu, scenario.expected.namespace, canaries.values)
-            _admit(emu, canaries)
-            kind = AUTH_KINDS[index % len(AUTH_KINDS)]
-            cluster_name = "prod-eu" if name == REMEDIATED else name
-            proxy = f"http://sweep:{canaries.proxy_password}@127.0.0.1:9/"
-            kubeconfig = _kubeconfig(
-                root / "kubeconfigs" / f"{cluster_name}.yaml",
-                emu.https_url,
-                _user(kind, root, canaries, marker),
-                proxy=proxy,
-            )
-            expected = scenario.expected
-            world.clusters.append(Cluster(cluster_name, kubeconfig, kind, expected.namespace, expected.state, emu))
+            cluster = _scenario_cluster(world, name, AUTH_KINDS[index % len(AUTH_KINDS)])
+            assert cluster.emulator is not None
+            world.emulators.append(cluster.emulator)
+            world.clusters.append(cluster)
         # the failure paths: a cluster that refuses a token, one that forbids us (a 403 quoting the user),
         # one that is not there (credentials in its URL), kubeconfigs that cannot be used
         refusing = _emulator()
@@ -592,6 +634,7 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
         )
         broken.write_text(unclosed)  # a quote that never closes: not YAML
         world.clusters.append(Cluster("malformed-yaml", broken, "malformed-yaml", "refused-ns"))
+        world.built = {emu: emu.cluster.store.rv for emu in world.emulators}
         yield world
     finally:
         for emu in world.emulators:
@@ -845,7 +888,7 @@ def _await_answers(
 # The sweeps
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def canaries() -> Canaries:
     return Canaries()
 
@@ -1007,6 +1050,21 @@ SOCKET_SCENARIOS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def built_socket_world(tmp_path_factory: pytest.TempPathFactory, canaries: Canaries) -> Iterator[World]:
+    with build_world(tmp_path_factory.mktemp("socket") / "world", SOCKET_SCENARIOS, canaries) as world:
+        yield world
+
+
+@pytest.fixture
+def socket_world(built_socket_world: World) -> World:
+    """The Socket Mode sweep's clusters, built once for both databases: the sweeps only read them, but for
+    prod-eu, whose ConfigMap's finalizer is removed through Slack; what a sweep before wrote to is built
+    again (World.renew_changed), so each sweep starts from the clusters as built."""
+    built_socket_world.renew_changed()
+    return built_socket_world
+
+
 def _json_log_fields(log: str) -> str:
     """Every field of every line of a JSON log, decoded (a JSON string escapes what it quotes); each
     line must be one JSON object."""
@@ -1022,7 +1080,11 @@ def _json_log_fields(log: str) -> str:
 
 
 def test_socket_mode_and_the_database_password_stay_hidden(
-    tmp_path: Path, slack_env: None, canaries: Canaries, sweep_database_urls: tuple[str, str | None]
+    tmp_path: Path,
+    slack_env: None,
+    canaries: Canaries,
+    sweep_database_urls: tuple[str, str | None],
+    socket_world: World,
 ) -> None:
     """The bot in Socket Mode (the app token in use) on each database (on PostgreSQL, with two roles, each
     with a password it must give: migrated as the owner, run as the runtime role): commands, a
@@ -1032,7 +1094,8 @@ def test_socket_mode_and_the_database_password_stay_hidden(
     surfaces = Surfaces()
     sweep_database, migration_url = sweep_database_urls
     postgres = sweep_database.startswith("postgresql")
-    with build_world(tmp_path / "world", SOCKET_SCENARIOS, canaries) as world, _slack(canaries) as slack:
+    world = socket_world
+    with _slack(canaries) as slack:
         config = world.config(digest=True)
         clock = tmp_path / "now"
         clock.write_text("2026-11-23T09:00:30Z\n")
