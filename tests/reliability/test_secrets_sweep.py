@@ -945,9 +945,13 @@ FAILURES = {  # what each failure cluster's diagnosis says, and its exit code (c
 
 
 def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Run]:
-    """Each command an operator runs, as a process: a diagnosis with each kind of credential and of each
-    failure, the history, digests, the config check, the audit trail and backups; bad database URLs,
-    malformed configs, and a bot token Slack does not know."""
+    """Each command an operator runs: a diagnosis with each kind of credential and of each failure, the
+    history, digests, the config check, the audit trail and backups; bad database URLs, malformed
+    configs, and a bot token Slack does not know. Each command runs as a process at least once; a second
+    form of a command that only reads the database or a file (another output format, bad input) runs in
+    this process (Run.process), as do most of the bad database URLs. Those that run a credential plugin
+    or start the bot (a diagnosis, digests, clusters check, serve) all run as processes: what a child of
+    theirs writes to the process's stderr would not reach an in-process capture."""
     runs: list[Run] = []
     one_per_kind = {c.auth: c for c in reversed(world.scenarios)}
     for index, cluster in enumerate([*one_per_kind.values(), *world.failures]):
@@ -955,20 +959,20 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
         code, said = FAILURES.get(cluster.name, (0, ""))
         argv = ("diagnose", cluster.namespace, "--cluster", cluster.name, "--timeout", "5", *as_json)
         runs.append(Run(argv, env, {code}, said or None))
-    for argv, says in (
-        (("history",), "prod-eu"),
-        (("history", "--json"), "nsstuck.history/v1"),
-        (("digest", "run", "--dry-run"), "Stuck namespaces"),
-        (("digest", "run", "--channel", DIGEST_CHANNEL), "digest posted"),
-        (("config", "check"), "credentials set"),
-        (("audit", "export"), "nsstuck.audit/v1"),
-        (("audit", "export", "--csv"), "execution_started"),
-        (("audit", "verify"), None),
-        (("backup", "show", "1"), "ConfigMap"),
-        (("backup", "show", "1", "--raw"), "ConfigMap"),
-        (("db", "current"), "head"),
+    for argv, says, process in (
+        (("history",), "prod-eu", True),
+        (("history", "--json"), "nsstuck.history/v1", False),
+        (("digest", "run", "--dry-run"), "Stuck namespaces", True),
+        (("digest", "run", "--channel", DIGEST_CHANNEL), "digest posted", True),
+        (("config", "check"), "credentials set", True),
+        (("audit", "export"), "nsstuck.audit/v1", True),
+        (("audit", "export", "--csv"), "execution_started", False),
+        (("audit", "verify"), None, True),
+        (("backup", "show", "1"), "ConfigMap", True),
+        (("backup", "show", "1", "--raw"), "ConfigMap", False),
+        (("db", "current"), "head", True),
     ):
-        runs.append(Run(argv, env, {0}, says))
+        runs.append(Run(argv, env, {0}, says, process=process))
     # every cluster checked, the failing ones among them: their reasons said, their secrets not
     runs.append(Run(("clusters", "check"), env, {3}, "unreachable"))
     runs.append(Run(("clusters", "check", "-o", "json"), env, {3}, "nsstuck.clusters/v1"))
@@ -986,7 +990,8 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
         runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database", process=index % 3 == 1))
         runs.append(Run(("db", "current"), bad, {1, 2}, "database", process=index % 3 == 2))
     for path in _malformed_configs(tmp_path, world.canaries):
-        runs.append(Run(("config", "check"), {**env, "NSSTUCK_CONFIG": str(path)}, {2}, "config error"))
+        bad = {**env, "NSSTUCK_CONFIG": str(path)}
+        runs.append(Run(("config", "check"), bad, {2}, "config error", process=False))
     unknown = {**env, "SLACK_BOT_TOKEN": world.canaries.bad_bot_token, "SLACK_APP_TOKEN": "", "NSSTUCK_HTTP_PORT": "1"}
     runs.append(Run(("serve",), unknown, {2}, "invalid_auth"))
     return runs
