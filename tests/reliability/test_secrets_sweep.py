@@ -64,6 +64,7 @@ import yaml
 from sqlalchemy import create_engine, inspect, make_url, text
 
 from bot.cli import main
+from tests._cli import run_nsstuck
 from tests._python import PYTHON, assert_no_resource_warning
 from tests.approvals._flow import Flow
 from tests.conftest import REPO
@@ -362,6 +363,7 @@ class Cluster:
     namespace: str = ""
     state: str = ""  # the scenario's expected state; "" for the failure clusters
     emulator: Emulator | None = None
+    scenario: str = ""  # the emulator's scenario; "" for the failure clusters
 
 
 @dataclass
@@ -371,9 +373,37 @@ class World:
     clusters: list[Cluster]
     emulators: list[Emulator]
     exec_marker: Path
+    built: dict[Emulator, int] = field(default_factory=dict)  # each emulator's store version once built
 
     def cluster(self, name: str) -> Cluster:
         return next(c for c in self.clusters if c.name == name)
+
+    def renew(self, name: str) -> None:
+        """The scenario cluster `name` built again, as `build_world` built it (a new emulator, the same
+        kubeconfig, credential and canaries), for a test after one that changed it."""
+        at, old = next((i, c) for i, c in enumerate(self.clusters) if c.name == name)
+        assert old.scenario
+        assert old.emulator is not None
+        new = _scenario_cluster(self, old.scenario, old.auth)
+        assert new.emulator is not None
+        self.clusters[at] = new
+        self.emulators[self.emulators.index(old.emulator)] = new.emulator
+        self.built[new.emulator] = new.emulator.cluster.store.rv
+        self.built.pop(old.emulator, None)
+        old.emulator.stop()
+
+    def renew_changed(self) -> list[str]:
+        """Each scenario cluster written to since it was built (its store's version moved), built again,
+        for a test that shares the world with one before it; their names. The failure clusters' emulators
+        cannot be built again alone: none may have been written to."""
+        changed = [
+            c.name for c in self.scenarios if c.emulator and c.emulator.cluster.store.rv != self.built[c.emulator]
+        ]
+        for name in changed:
+            self.renew(name)
+        written = [e.url for e in self.emulators if e.cluster.store.rv != self.built[e]]
+        assert not written, f"written to, and shared: {written}"
+        return changed
 
     @property
     def scenarios(self) -> list[Cluster]:
@@ -517,6 +547,37 @@ def _log_holds_a_credential(emu: Emulator, namespace: str, values: ValueCanaries
     emu.pod_logs.set(operator_ns, operator_pod(emu, operator_ns), lines)
 
 
+def _scenario_cluster(world: World, name: str, kind: str) -> Cluster:
+    """The scenario `name` in an emulator of its own, reached with the credential `kind` (one of
+    AUTH_KINDS); the remediated one is "prod-eu", with values in it, the logged one has a credential in
+    its operator's log."""
+    canaries, root = world.canaries, world.root
+    emu = _emulator()
+    try:
+        if not canaries.client_cert:  # one client certificate, trusted by every emulator of this process
+            canaries.client_cert, canaries.client_key = emu.issue_client_certificate(IDENTITY)
+            canaries.reference = emu.issue_client_certificate("reference")
+        scenario = apply_scenario(emu, name)
+        if name == REMEDIATED:
+            _values_in(emu, canaries.values)
+        if name == LOGGED:
+            _log_holds_a_credential(emu, scenario.expected.namespace, canaries.values)
+        _admit(emu, canaries)
+        cluster_name = "prod-eu" if name == REMEDIATED else name
+        proxy = f"http://sweep:{canaries.proxy_password}@127.0.0.1:9/"
+        kubeconfig = _kubeconfig(
+            root / "kubeconfigs" / f"{cluster_name}.yaml",
+            emu.https_url,
+            _user(kind, root, canaries, world.exec_marker),
+            proxy=proxy,
+        )
+    except BaseException:
+        emu.stop()
+        raise
+    expected = scenario.expected
+    return Cluster(cluster_name, kubeconfig, kind, expected.namespace, expected.state, emu, name)
+
+
 @contextlib.contextmanager
 def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> Iterator[World]:
     root.mkdir(parents=True, exist_ok=True)
@@ -526,28 +587,10 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
     world = World(canaries, root, [], [], marker)
     try:
         for index, name in enumerate(scenario_names):
-            emu = _emulator()
-            world.emulators.append(emu)
-            if not canaries.client_cert:  # one client certificate, trusted by every emulator of this process
-                canaries.client_cert, canaries.client_key = emu.issue_client_certificate(IDENTITY)
-                canaries.reference = emu.issue_client_certificate("reference")
-            scenario = apply_scenario(emu, name)
-            if name == REMEDIATED:
-                _values_in(emu, canaries.values)
-            if name == LOGGED:
-                _log_holds_a_credential(emu, scenario.expected.namespace, canaries.values)
-            _admit(emu, canaries)
-            kind = AUTH_KINDS[index % len(AUTH_KINDS)]
-            cluster_name = "prod-eu" if name == REMEDIATED else name
-            proxy = f"http://sweep:{canaries.proxy_password}@127.0.0.1:9/"
-            kubeconfig = _kubeconfig(
-                root / "kubeconfigs" / f"{cluster_name}.yaml",
-                emu.https_url,
-                _user(kind, root, canaries, marker),
-                proxy=proxy,
-            )
-            expected = scenario.expected
-            world.clusters.append(Cluster(cluster_name, kubeconfig, kind, expected.namespace, expected.state, emu))
+            cluster = _scenario_cluster(world, name, AUTH_KINDS[index % len(AUTH_KINDS)])
+            assert cluster.emulator is not None
+            world.emulators.append(cluster.emulator)
+            world.clusters.append(cluster)
         # the failure paths: a cluster that refuses a token, one that forbids us (a 403 quoting the user),
         # one that is not there (credentials in its URL), kubeconfigs that cannot be used
         refusing = _emulator()
@@ -591,6 +634,7 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
         )
         broken.write_text(unclosed)  # a quote that never closes: not YAML
         world.clusters.append(Cluster("malformed-yaml", broken, "malformed-yaml", "refused-ns"))
+        world.built = {emu: emu.cluster.store.rv for emu in world.emulators}
         yield world
     finally:
         for emu in world.emulators:
@@ -623,15 +667,18 @@ def _base_env(world: World, slack: SlackEmulator, database: str, config: Path, c
 
 @dataclass(frozen=True)
 class Run:
-    """A command to run as a process, the exit codes it may end with and a piece of what it must say."""
+    """A command to run as a process (or, with `process` False, in this process through the console
+    script's entry point: tests/_cli.py), the exit codes it may end with and a piece of what it must say."""
 
     argv: tuple[str, ...]
     env: dict[str, str] = field(repr=False)
     codes: set[int]
     says: str | None = None
+    process: bool = True
 
     def problems(self, outcome: Outcome) -> list[str]:
-        label = f"nsstuck {' '.join(self.argv)} (NSSTUCK_DATABASE_URL={self.env.get('NSSTUCK_DATABASE_URL')})"
+        where = "" if self.process else " (in process)"
+        label = f"nsstuck {' '.join(self.argv)}{where} (NSSTUCK_DATABASE_URL={self.env.get('NSSTUCK_DATABASE_URL')})"
         said = outcome.out + outcome.err
         found = []
         if outcome.code not in self.codes:
@@ -665,9 +712,29 @@ def _process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
     return Outcome(result.returncode, result.stdout, result.stderr)
 
 
+def _in_a_fresh_process(surfaces: Surfaces, env: dict[str, str], *argv: str) -> Outcome:
+    """`nsstuck --log-level DEBUG ARGV` in this process as in a fresh one (tests/_cli.py: the environment
+    `env` alone, the logging set-up a new process gets, stdout and stderr captured, argparse's exits and
+    uncaught exceptions as the interpreter ends them): what it prints and logs at DEBUG is searched as a
+    process's is, at a few milliseconds of CPU instead of a second."""
+    done = run_nsstuck("--log-level", "DEBUG", *argv, env=env)
+    label = "nsstuck " + " ".join(argv) + " (in process)"
+    surfaces.add(f"{label}: stdout", done.stdout)
+    surfaces.add(f"{label}: stderr", done.stderr)
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
 def _processes(surfaces: Surfaces, runs: list[Run]) -> list[tuple[Run, Outcome]]:
+    """Each run, as a process (three at a time) or in this process (one at a time, after the processes:
+    it sets the environment and the root logger of this process while it runs), in the order given."""
+    children = [run for run in runs if run.process]
     with ThreadPoolExecutor(max_workers=3) as pool:
-        return list(zip(runs, pool.map(lambda run: _process(surfaces, run.env, *run.argv), runs), strict=True))
+        outcomes = pool.map(lambda run: _process(surfaces, run.env, *run.argv), children)
+        done = dict(zip(map(id, children), outcomes, strict=True))
+    for run in runs:
+        if not run.process:
+            done[id(run)] = _in_a_fresh_process(surfaces, run.env, *run.argv)
+    return [(run, done[id(run)]) for run in runs]
 
 
 @contextlib.contextmanager
@@ -821,7 +888,7 @@ def _await_answers(
 # The sweeps
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def canaries() -> Canaries:
     return Canaries()
 
@@ -878,9 +945,13 @@ FAILURES = {  # what each failure cluster's diagnosis says, and its exit code (c
 
 
 def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Run]:
-    """Each command an operator runs, as a process: a diagnosis with each kind of credential and of each
-    failure, the history, digests, the config check, the audit trail and backups; bad database URLs,
-    malformed configs, and a bot token Slack does not know."""
+    """Each command an operator runs: a diagnosis with each kind of credential and of each failure, the
+    history, digests, the config check, the audit trail and backups; bad database URLs, malformed
+    configs, and a bot token Slack does not know. Each command runs as a process at least once; a second
+    form of a command that only reads the database or a file (another output format, bad input) runs in
+    this process (Run.process), as do most of the bad database URLs. Those that run a credential plugin
+    or start the bot (a diagnosis, digests, clusters check, serve) all run as processes: what a child of
+    theirs writes to the process's stderr would not reach an in-process capture."""
     runs: list[Run] = []
     one_per_kind = {c.auth: c for c in reversed(world.scenarios)}
     for index, cluster in enumerate([*one_per_kind.values(), *world.failures]):
@@ -888,36 +959,39 @@ def _command_lines(world: World, env: dict[str, str], tmp_path: Path) -> list[Ru
         code, said = FAILURES.get(cluster.name, (0, ""))
         argv = ("diagnose", cluster.namespace, "--cluster", cluster.name, "--timeout", "5", *as_json)
         runs.append(Run(argv, env, {code}, said or None))
-    for argv, says in (
-        (("history",), "prod-eu"),
-        (("history", "--json"), "nsstuck.history/v1"),
-        (("digest", "run", "--dry-run"), "Stuck namespaces"),
-        (("digest", "run", "--channel", DIGEST_CHANNEL), "digest posted"),
-        (("config", "check"), "credentials set"),
-        (("audit", "export"), "nsstuck.audit/v1"),
-        (("audit", "export", "--csv"), "execution_started"),
-        (("audit", "verify"), None),
-        (("backup", "show", "1"), "ConfigMap"),
-        (("backup", "show", "1", "--raw"), "ConfigMap"),
-        (("db", "current"), "head"),
+    for argv, says, process in (
+        (("history",), "prod-eu", True),
+        (("history", "--json"), "nsstuck.history/v1", False),
+        (("digest", "run", "--dry-run"), "Stuck namespaces", True),
+        (("digest", "run", "--channel", DIGEST_CHANNEL), "digest posted", True),
+        (("config", "check"), "credentials set", True),
+        (("audit", "export"), "nsstuck.audit/v1", True),
+        (("audit", "export", "--csv"), "execution_started", False),
+        (("audit", "verify"), None, True),
+        (("backup", "show", "1"), "ConfigMap", True),
+        (("backup", "show", "1", "--raw"), "ConfigMap", False),
+        (("db", "current"), "head", True),
     ):
-        runs.append(Run(argv, env, {0}, says))
+        runs.append(Run(argv, env, {0}, says, process=process))
     # every cluster checked, the failing ones among them: their reasons said, their secrets not
     runs.append(Run(("clusters", "check"), env, {3}, "unreachable"))
     runs.append(Run(("clusters", "check", "-o", "json"), env, {3}, "nsstuck.clusters/v1"))
-    for url in _bad_database_urls(world.canaries):
+    # each bad URL with each of three commands: one of them as a process (each command, and each URL, at
+    # least once as a process), the others in this process, searched alike (_in_a_fresh_process)
+    for index, url in enumerate(_bad_database_urls(world.canaries)):
         bad = {**env, "NSSTUCK_DATABASE_URL": url}
-        runs.append(Run(("config", "check"), bad, {0}, "database: "))
-        runs.append(Run(("history",), bad, {1, 2}, "database"))
-        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database"))
-    for url in _bad_database_urls(world.canaries, migration=True):
+        runs.append(Run(("config", "check"), bad, {0}, "database: ", process=index % 3 == 0))
+        runs.append(Run(("history",), bad, {1, 2}, "database", process=index % 3 == 1))
+        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database", process=index % 3 == 2))
+    for index, url in enumerate(_bad_database_urls(world.canaries, migration=True)):
         # a runtime role named, so that `db upgrade` goes as far as connecting with the migration URL
         bad = {**env, "NSSTUCK_MIGRATION_DATABASE_URL": url, "NSSTUCK_DATABASE_RUNTIME_ROLE": "nsstuck_runtime"}
-        runs.append(Run(("config", "check"), bad, {0}, "migrations: "))
-        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database"))
-        runs.append(Run(("db", "current"), bad, {1, 2}, "database"))
+        runs.append(Run(("config", "check"), bad, {0}, "migrations: ", process=index % 3 == 0))
+        runs.append(Run(("db", "upgrade"), bad, {1, 2}, "database", process=index % 3 == 1))
+        runs.append(Run(("db", "current"), bad, {1, 2}, "database", process=index % 3 == 2))
     for path in _malformed_configs(tmp_path, world.canaries):
-        runs.append(Run(("config", "check"), {**env, "NSSTUCK_CONFIG": str(path)}, {2}, "config error"))
+        bad = {**env, "NSSTUCK_CONFIG": str(path)}
+        runs.append(Run(("config", "check"), bad, {2}, "config error", process=False))
     unknown = {**env, "SLACK_BOT_TOKEN": world.canaries.bad_bot_token, "SLACK_APP_TOKEN": "", "NSSTUCK_HTTP_PORT": "1"}
     runs.append(Run(("serve",), unknown, {2}, "invalid_auth"))
     return runs
@@ -981,6 +1055,21 @@ SOCKET_SCENARIOS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def built_socket_world(tmp_path_factory: pytest.TempPathFactory, canaries: Canaries) -> Iterator[World]:
+    with build_world(tmp_path_factory.mktemp("socket") / "world", SOCKET_SCENARIOS, canaries) as world:
+        yield world
+
+
+@pytest.fixture
+def socket_world(built_socket_world: World) -> World:
+    """The Socket Mode sweep's clusters, built once for both databases: the sweeps only read them, but for
+    prod-eu, whose ConfigMap's finalizer is removed through Slack; what a sweep before wrote to is built
+    again (World.renew_changed), so each sweep starts from the clusters as built."""
+    built_socket_world.renew_changed()
+    return built_socket_world
+
+
 def _json_log_fields(log: str) -> str:
     """Every field of every line of a JSON log, decoded (a JSON string escapes what it quotes); each
     line must be one JSON object."""
@@ -996,7 +1085,11 @@ def _json_log_fields(log: str) -> str:
 
 
 def test_socket_mode_and_the_database_password_stay_hidden(
-    tmp_path: Path, slack_env: None, canaries: Canaries, sweep_database_urls: tuple[str, str | None]
+    tmp_path: Path,
+    slack_env: None,
+    canaries: Canaries,
+    sweep_database_urls: tuple[str, str | None],
+    socket_world: World,
 ) -> None:
     """The bot in Socket Mode (the app token in use) on each database (on PostgreSQL, with two roles, each
     with a password it must give: migrated as the owner, run as the runtime role): commands, a
@@ -1006,7 +1099,8 @@ def test_socket_mode_and_the_database_password_stay_hidden(
     surfaces = Surfaces()
     sweep_database, migration_url = sweep_database_urls
     postgres = sweep_database.startswith("postgresql")
-    with build_world(tmp_path / "world", SOCKET_SCENARIOS, canaries) as world, _slack(canaries) as slack:
+    world = socket_world
+    with _slack(canaries) as slack:
         config = world.config(digest=True)
         clock = tmp_path / "now"
         clock.write_text("2026-11-23T09:00:30Z\n")
