@@ -295,17 +295,25 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.clusterchecking import ClusterChecks
 
     checks = ClusterChecks(config, clusters)
-    door = create_app(
-        settings=settings,
-        config=config,
-        db=db,
-        metrics=metrics,
-        slack=slack,
-        answering=answering,
-        remediation=remediation,
-        cluster_checks=checks,
-        closing=(answering.close, remediation.close, workers.close, checks.close, slack.close, clusters.close),
-    )
+    closing = (answering.close, remediation.close, workers.close, checks.close, slack.close, clusters.close)
+    try:
+        door = create_app(
+            settings=settings,
+            config=config,
+            db=db,
+            metrics=metrics,
+            slack=slack,
+            answering=answering,
+            remediation=remediation,
+            cluster_checks=checks,
+            closing=closing,
+        )
+    except BaseException:
+        # Slack refused the token, or could not be reached: the workers still starting in the background are
+        # stopped first, so that the error is the last line the process says (not a worker's "started" after it)
+        for close in closing:
+            close()
+        raise
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     jobs = job_list(
         settings,
