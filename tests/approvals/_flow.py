@@ -356,13 +356,14 @@ _MARKED = {"incidents": "id", "diagnoses": "id", "remediation_requests": "id", "
 
 
 @contextmanager
-def shared_remediation_bot(workdir: Path) -> Iterator[SharedBot]:
-    """`remediation_bot` with its defaults (SQLite in `workdir`, HTTP mode), for a module's tests to share
-    through `SharedBot.lane`; the last emulators are stopped after the bot."""
+def shared_remediation_bot(workdir: Path, *, required: int = 1, database: str | None = None) -> Iterator[SharedBot]:
+    """`remediation_bot` in HTTP mode with its defaults but `required` and `database` (SQLite in `workdir`
+    by default), for a module's tests to share through `SharedBot.lane`; the last emulators are stopped
+    after the bot."""
     shared: SharedBot | None = None
     slack, kube = _slack(), _cluster()
     try:
-        with remediation_bot(slack, kube, workdir) as flow:
+        with remediation_bot(slack, kube, workdir, required=required, database=database) as flow:
             shared = SharedBot(flow.bot, flow.database, workdir, slack, kube)
             yield shared
     finally:

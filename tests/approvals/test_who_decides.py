@@ -11,12 +11,16 @@ Slack says at the click, never on a kept answer.
 - when `users.info` fails, a request or an approval by that person is refused with "try again", and a
   diagnosis is not affected.
 
-Through the running bot, over HTTP and Socket Mode.
+Through the running bot, over HTTP and Socket Mode. The tests over HTTP of the default configuration,
+or of two required approvals, share the module's bot of it (`flow`, `lane`: tests/approvals/conftest.py),
+each with its own workspace and cluster.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -86,10 +90,18 @@ def _click_request(flow: Flow, user: str, *, socket: bool) -> None:
 
 @pytest.mark.parametrize("transport", ["http", "socket"])
 def test_someone_removed_from_the_approver_group_cannot_approve_a_moment_later(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, transport: str
+    lane: Callable[..., Flow], slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, transport: str
 ) -> None:
+    """Over HTTP on the module's bot of two required approvals; over Socket Mode on a bot of its own."""
     socket = transport == "socket"
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2, socket_mode=socket) as flow:
+    with ExitStack() as stack:
+        if socket:
+            flow = stack.enter_context(
+                remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2, socket_mode=True)
+            )
+        else:
+            flow = lane(required=2)
+            slack_emulator = flow.slack
         request_id = _filed(flow, socket=socket)
         _vote(flow, request_id, CAROL, socket=socket)  # the group is read: bob and carol
         slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
@@ -103,20 +115,21 @@ def test_someone_removed_from_the_approver_group_cannot_approve_a_moment_later(
 
 
 def test_an_unreadable_approver_group_refuses_with_try_again_and_the_requester_may_still_withdraw(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+    lane: Callable[..., Flow],
 ) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2) as flow:
-        request_id = _filed(flow)
-        _vote(flow, request_id, CAROL, socket=False)
-        slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
-        slack_emulator.inject("usergroups.users.list", "internal_error", http_status=500, times=None)
-        _vote(flow, request_id, BOB, socket=False)
-        assert "try again" in flow.ephemeral(BOB, "Could not check who may approve")
-        assert flow.request_row(request_id)["status"] == "pending"
-        assert flow.audit(request_id) == ["requested", "approved"]
-        # alice asked for it: she may withdraw it without the group
-        _vote(flow, request_id, ALICE, socket=False, approve=False)
-        flow.wait_status(request_id, "rejected")
+    flow = lane(required=2)
+    slack_emulator = flow.slack
+    request_id = _filed(flow)
+    _vote(flow, request_id, CAROL, socket=False)
+    slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
+    slack_emulator.inject("usergroups.users.list", "internal_error", http_status=500, times=None)
+    _vote(flow, request_id, BOB, socket=False)
+    assert "try again" in flow.ephemeral(BOB, "Could not check who may approve")
+    assert flow.request_row(request_id)["status"] == "pending"
+    assert flow.audit(request_id) == ["requested", "approved"]
+    # alice asked for it: she may withdraw it without the group
+    _vote(flow, request_id, ALICE, socket=False, approve=False)
+    flow.wait_status(request_id, "rejected")
 
 
 def test_guests_and_outsiders_cannot_request_a_change_but_can_diagnose(flow: Flow) -> None:
