@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.approvals._flow import remediation_bot
+from tests.approvals._flow import Flow, remediation_bot
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import run_for
@@ -57,20 +57,18 @@ def test_removing_an_orphaned_finalizer_end_to_end(
 
 
 @pytest.mark.parametrize("who", [ALICE, "U0NOTANAP"])
-def test_the_requester_and_non_approvers_are_refused_and_recorded(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, who: str
-) -> None:
+def test_the_requester_and_non_approvers_are_refused_and_recorded(flow: Flow, who: str) -> None:
+    slack_emulator = flow.slack
     slack_emulator.add_user("U0NOTANAP", "dave")
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        flow.scenario("seed002-configmap-finalizer")
-        flow.diagnose()
-        flow.request("remove_finalizer")
-        [request] = flow.requests()
-        assert flow.vote(request["id"], who).status == 200
-        said = flow.ephemeral(who, "approv")
-        assert ("asked for this change" in said) if who == ALICE else ("not an approver" in said)
-        assert flow.audit(request["id"]) == ["requested", "refused"]
-        assert flow.request_row(request["id"])["status"] == "pending"
+    flow.scenario("seed002-configmap-finalizer")
+    flow.diagnose()
+    flow.request("remove_finalizer")
+    [request] = flow.requests()
+    assert flow.vote(request["id"], who).status == 200
+    said = flow.ephemeral(who, "approv")
+    assert ("asked for this change" in said) if who == ALICE else ("not an approver" in said)
+    assert flow.audit(request["id"]) == ["requested", "refused"]
+    assert flow.request_row(request["id"])["status"] == "pending"
 
 
 def test_a_reject_ends_the_request_and_later_approvals_are_refused(
@@ -93,21 +91,19 @@ def test_a_reject_ends_the_request_and_later_approvals_are_refused(
         assert flow.audit(request["id"]) == ["requested", "approved", "rejected"]
 
 
-def test_the_home_tab_lists_requests_waiting_for_approval(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        flow.scenario("seed002-configmap-finalizer")
-        flow.diagnose()
-        flow.request("remove_finalizer")
-        [request] = flow.requests()
-        opened = {"type": "app_home_opened", "user": BOB, "channel": "D0BOB0001", "tab": "home"}
-        assert flow.bot.driver.event(flow.bot.driver.builder.event_callback(opened)).status == 200
-        home = slack_emulator.wait_for(lambda: slack_emulator.home_view(BOB), timeout=10)
-        text = slack_emulator.render_view(home)
-        assert "Changes waiting for approval" in text
-        assert f"#{request['id']}" in text
-        assert "0 of 1 approvals" in text
+def test_the_home_tab_lists_requests_waiting_for_approval(flow: Flow) -> None:
+    slack_emulator = flow.slack
+    flow.scenario("seed002-configmap-finalizer")
+    flow.diagnose()
+    flow.request("remove_finalizer")
+    [request] = flow.requests()
+    opened = {"type": "app_home_opened", "user": BOB, "channel": "D0BOB0001", "tab": "home"}
+    assert flow.bot.driver.event(flow.bot.driver.builder.event_callback(opened)).status == 200
+    home = slack_emulator.wait_for(lambda: slack_emulator.home_view(BOB), timeout=10)
+    text = slack_emulator.render_view(home)
+    assert "Changes waiting for approval" in text
+    assert f"#{request['id']}" in text
+    assert "0 of 1 approvals" in text
 
 
 def test_the_whole_flow_over_socket_mode(

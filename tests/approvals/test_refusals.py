@@ -49,67 +49,62 @@ def test_an_expired_request_cannot_be_approved(
         assert _the_configmap(kube_emulator)["metadata"]["resourceVersion"] == before
 
 
-def test_a_target_that_changed_since_the_diagnosis_makes_the_request_stale(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        request_id = _filed(flow)
-        cm = _the_configmap(kube_emulator)
-        _admin(kube_emulator).patch(f"{CONFIGMAP}/{cm['metadata']['name']}", {"metadata": {"labels": {"x": "y"}}})
-        flow.vote(request_id, BOB)
-        row = flow.wait_status(request_id, "stale", "applied", "failed")
-        assert row["status"] == "stale"
-        assert "changed since the diagnosis (resourceVersion" in row["status_reason"]
-        text = flow.wait_thread("Not applied: the cluster changed")
-        assert "request it from the fresh diagnosis" in text
-        flow.quoted_entry("Not applied: the cluster changed", request_id, "stale")
-        assert flow.audit(request_id) == ["requested", "approved", "stale"]
-        assert _the_configmap(kube_emulator)["metadata"]["finalizers"] == cm["metadata"]["finalizers"]
-        assert flow.query("SELECT id FROM backups") == []  # nothing was about to change, so nothing was kept
+def test_a_target_that_changed_since_the_diagnosis_makes_the_request_stale(flow: Flow) -> None:
+    kube_emulator = flow.kube
+    request_id = _filed(flow)
+    cm = _the_configmap(kube_emulator)
+    _admin(kube_emulator).patch(f"{CONFIGMAP}/{cm['metadata']['name']}", {"metadata": {"labels": {"x": "y"}}})
+    flow.vote(request_id, BOB)
+    row = flow.wait_status(request_id, "stale", "applied", "failed")
+    assert row["status"] == "stale"
+    assert "changed since the diagnosis (resourceVersion" in row["status_reason"]
+    text = flow.wait_thread("Not applied: the cluster changed")
+    assert "request it from the fresh diagnosis" in text
+    flow.quoted_entry("Not applied: the cluster changed", request_id, "stale")
+    assert flow.audit(request_id) == ["requested", "approved", "stale"]
+    assert _the_configmap(kube_emulator)["metadata"]["finalizers"] == cm["metadata"]["finalizers"]
+    # nothing was about to change, so nothing was kept (of this test's requests: the module's bot is shared)
+    assert flow.query("SELECT id FROM backups WHERE request_id > :since", since=flow.since_request) == []
 
 
-def test_a_webhook_that_denies_stops_the_change_at_the_dry_run(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        request_id = _filed(flow)
-        _denying_webhook(kube_emulator, "frozen.policy.example.com", "configmaps are frozen <!channel>")
-        before = _the_configmap(kube_emulator)
-        flow.vote(request_id, BOB)
-        row = flow.wait_status(request_id, "failed", "applied", "stale")
-        assert row["status"] == "failed"
-        assert "the dry run was refused" in row["status_reason"]
-        assert 'admission webhook "frozen.policy.example.com" denied the request' in row["status_reason"]
-        thread = flow.wait_thread(f"Remediation #{request_id}: Failed: the dry run was refused")
-        flow.quoted_entry(f"Remediation #{request_id}: Failed", request_id, "failed")
-        # the webhook's words reach the thread as text: nobody is pinged
-        assert "configmaps are frozen <!channel>" not in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
-        assert "configmaps are frozen &lt;!channel&gt;" in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
-        assert "configmaps are frozen" in thread
-        assert flow.audit(request_id) == ["requested", "approved", "backed_up", "dry_run", "failed"]
-        after = _the_configmap(kube_emulator)
-        assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+def test_a_webhook_that_denies_stops_the_change_at_the_dry_run(flow: Flow) -> None:
+    slack_emulator, kube_emulator = flow.slack, flow.kube
+    request_id = _filed(flow)
+    _denying_webhook(kube_emulator, "frozen.policy.example.com", "configmaps are frozen <!channel>")
+    before = _the_configmap(kube_emulator)
+    flow.vote(request_id, BOB)
+    row = flow.wait_status(request_id, "failed", "applied", "stale")
+    assert row["status"] == "failed"
+    assert "the dry run was refused" in row["status_reason"]
+    assert 'admission webhook "frozen.policy.example.com" denied the request' in row["status_reason"]
+    thread = flow.wait_thread(f"Remediation #{request_id}: Failed: the dry run was refused")
+    flow.quoted_entry(f"Remediation #{request_id}: Failed", request_id, "failed")
+    # the webhook's words reach the thread as text: nobody is pinged
+    assert "configmaps are frozen <!channel>" not in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
+    assert "configmaps are frozen &lt;!channel&gt;" in str(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
+    assert "configmaps are frozen" in thread
+    assert flow.audit(request_id) == ["requested", "approved", "backed_up", "dry_run", "failed"]
+    after = _the_configmap(kube_emulator)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
-def test_an_object_changed_between_dry_run_and_apply_is_a_conflict_and_nothing_changes(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        request_id = _filed(flow)
-        before = _the_configmap(kube_emulator)
-        name = before["metadata"]["name"]
-        kube_emulator.knobs.latency(1500, match=f"^PATCH {CONFIGMAP}/{name}$")
-        flow.vote(request_id, BOB)
-        flow.slack.wait_for(lambda: "execution_started" in flow.audit(request_id) or None, timeout=20)
-        # someone edits the object while our PATCH is on its way
-        _admin(kube_emulator).patch(f"{CONFIGMAP}/{name}", {"metadata": {"labels": {"edited": "meanwhile"}}})
-        row = flow.wait_status(request_id, "failed", "applied", timeout=20)
-        assert row["status"] == "failed"
-        assert "changed between the check and the change" in row["status_reason"]
-        assert flow.audit(request_id)[-2:] == ["execution_started", "failed"]
-        after = _the_configmap(kube_emulator)
-        assert after["metadata"]["labels"] == {"edited": "meanwhile"}
-        assert after["metadata"]["finalizers"] == before["metadata"]["finalizers"]  # the finalizer stayed
+def test_an_object_changed_between_dry_run_and_apply_is_a_conflict_and_nothing_changes(flow: Flow) -> None:
+    kube_emulator = flow.kube
+    request_id = _filed(flow)
+    before = _the_configmap(kube_emulator)
+    name = before["metadata"]["name"]
+    kube_emulator.knobs.latency(1500, match=f"^PATCH {CONFIGMAP}/{name}$")
+    flow.vote(request_id, BOB)
+    flow.slack.wait_for(lambda: "execution_started" in flow.audit(request_id) or None, timeout=20)
+    # someone edits the object while our PATCH is on its way
+    _admin(kube_emulator).patch(f"{CONFIGMAP}/{name}", {"metadata": {"labels": {"edited": "meanwhile"}}})
+    row = flow.wait_status(request_id, "failed", "applied", timeout=20)
+    assert row["status"] == "failed"
+    assert "changed between the check and the change" in row["status_reason"]
+    assert flow.audit(request_id)[-2:] == ["execution_started", "failed"]
+    after = _the_configmap(kube_emulator)
+    assert after["metadata"]["labels"] == {"edited": "meanwhile"}
+    assert after["metadata"]["finalizers"] == before["metadata"]["finalizers"]  # the finalizer stayed
 
 
 def test_a_cluster_with_remediation_off_offers_no_buttons_and_refuses_forged_clicks(
@@ -136,22 +131,17 @@ def test_a_cluster_with_remediation_off_offers_no_buttons_and_refuses_forged_cli
         assert flow.audit() == []
 
 
-def test_forged_and_malformed_clicks_change_nothing(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        request_id = _filed(flow)
-        forged = flow.bot.driver.interactive(_click(flow, request_id, BOB, "nsstuck_approve"), signing="forged")
-        assert forged.status == 401
-        assert (
-            flow.bot.driver.interactive(_click(flow, None, BOB, "nsstuck_approve", value="'; DROP TABLE")).status == 200
-        )
-        assert "not one of nsstuck's" in flow.ephemeral(BOB, "not one of")
-        assert flow.bot.driver.interactive(_click(flow, None, BOB, "nsstuck_approve", value="99999")).status == 200
-        assert "not on record" in flow.ephemeral(BOB, "not on record")
-        time.sleep(0.5)
-        assert flow.request_row(request_id)["status"] == "pending"
-        assert flow.audit(request_id) == ["requested"]
+def test_forged_and_malformed_clicks_change_nothing(flow: Flow) -> None:
+    request_id = _filed(flow)
+    forged = flow.bot.driver.interactive(_click(flow, request_id, BOB, "nsstuck_approve"), signing="forged")
+    assert forged.status == 401
+    assert flow.bot.driver.interactive(_click(flow, None, BOB, "nsstuck_approve", value="'; DROP TABLE")).status == 200
+    assert "not one of nsstuck's" in flow.ephemeral(BOB, "not one of")
+    assert flow.bot.driver.interactive(_click(flow, None, BOB, "nsstuck_approve", value="99999")).status == 200
+    assert "not on record" in flow.ephemeral(BOB, "not on record")
+    time.sleep(0.5)
+    assert flow.request_row(request_id)["status"] == "pending"
+    assert flow.audit(request_id) == ["requested"]
 
 
 def _click(

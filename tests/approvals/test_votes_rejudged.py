@@ -7,7 +7,9 @@
   request's message shows the approvals that count. A later qualifying approval completes it.
 - Reject from a guest or an outsider is refused like Approve (and recorded).
 
-Through the running bot, against the Slack and Kubernetes emulators, on SQLite and PostgreSQL.
+Through the running bot, against the Slack and Kubernetes emulators, on SQLite and PostgreSQL; the
+tests of two required approvals share the module's bot of that configuration and backend (`lane`,
+tests/approvals/conftest.py), each with its own workspace and cluster.
 """
 
 from __future__ import annotations
@@ -79,60 +81,61 @@ def _dropped_then_completed(
 
 
 def test_an_approver_removed_from_the_group_after_voting_no_longer_counts(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, database_url: str
+    lane: Callable[..., Flow], database_url: str
 ) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2, database=database_url) as flow:
-        request_id = _filed(flow)
-        assert flow.vote(request_id, CAROL).status == 200
-        slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
-        group = slack_emulator.state.usergroups[APPROVERS].users
-        group.remove(CAROL)
-        _dropped_then_completed(
-            flow,
-            slack_emulator,
-            kube_emulator,
-            request_id,
-            why="they are no longer an approver for this cluster",
-            restore=lambda: group.append(CAROL),
-        )
+    flow = lane(required=2, postgres=database_url.startswith("postgresql"))
+    slack_emulator, kube_emulator = flow.slack, flow.kube
+    request_id = _filed(flow)
+    assert flow.vote(request_id, CAROL).status == 200
+    slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
+    group = slack_emulator.state.usergroups[APPROVERS].users
+    group.remove(CAROL)
+    _dropped_then_completed(
+        flow,
+        slack_emulator,
+        kube_emulator,
+        request_id,
+        why="they are no longer an approver for this cluster",
+        restore=lambda: group.append(CAROL),
+    )
 
 
 def test_an_approver_who_became_a_guest_after_voting_no_longer_counts(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, database_url: str
+    lane: Callable[..., Flow], database_url: str
 ) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2, database=database_url) as flow:
-        request_id = _filed(flow)
-        assert flow.vote(request_id, CAROL).status == 200
-        slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
-        carol = slack_emulator.state.users[CAROL]
-        carol.is_restricted = True  # made a multi-channel guest
+    flow = lane(required=2, postgres=database_url.startswith("postgresql"))
+    slack_emulator, kube_emulator = flow.slack, flow.kube
+    request_id = _filed(flow)
+    assert flow.vote(request_id, CAROL).status == 200
+    slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
+    carol = slack_emulator.state.users[CAROL]
+    carol.is_restricted = True  # made a multi-channel guest
 
-        def member_again() -> None:
-            carol.is_restricted = False
+    def member_again() -> None:
+        carol.is_restricted = False
 
-        _dropped_then_completed(
-            flow, slack_emulator, kube_emulator, request_id, why="they are a guest now", restore=member_again
-        )
+    _dropped_then_completed(
+        flow, slack_emulator, kube_emulator, request_id, why="they are a guest now", restore=member_again
+    )
 
 
-def test_when_slack_cannot_say_who_an_earlier_approver_is_the_quorum_waits(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2) as flow:
-        request_id = _filed(flow)
-        assert flow.vote(request_id, CAROL).status == 200
-        slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
-        # bob is asked about and answered; carol, asked about again for bob's decision, is not
-        slack_emulator.inject(
-            "users.info", "internal_error", http_status=500, times=None, when=lambda p: p.get("user") == CAROL
-        )
-        assert flow.vote(request_id, BOB).status == 200
-        assert "try again" in flow.ephemeral(BOB, "earlier approvals still count")
-        assert flow.request_row(request_id)["status"] == "pending"
-        assert flow.audit(request_id) == ["requested", "approved", "refused"]
-        slack_emulator.faults.clear()
-        assert flow.vote(request_id, BOB).status == 200
-        assert flow.wait_status(request_id, "applied", "failed", "stale")["status"] == "applied"
+def test_when_slack_cannot_say_who_an_earlier_approver_is_the_quorum_waits(lane: Callable[..., Flow]) -> None:
+    flow = lane(required=2)
+    slack_emulator = flow.slack
+    request_id = _filed(flow)
+    assert flow.vote(request_id, CAROL).status == 200
+    slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
+    # bob is asked about and answered; carol, asked about again for bob's decision, is not
+    slack_emulator.inject(
+        "users.info", "internal_error", http_status=500, times=None, when=lambda p: p.get("user") == CAROL
+    )
+    assert flow.vote(request_id, BOB).status == 200
+    assert "try again" in flow.ephemeral(BOB, "earlier approvals still count")
+    assert flow.request_row(request_id)["status"] == "pending"
+    assert flow.audit(request_id) == ["requested", "approved", "refused"]
+    slack_emulator.faults.clear()
+    assert flow.vote(request_id, BOB).status == 200
+    assert flow.wait_status(request_id, "applied", "failed", "stale")["status"] == "applied"
 
 
 def test_a_guest_or_outsider_cannot_reject(

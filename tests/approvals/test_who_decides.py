@@ -11,12 +11,16 @@ Slack says at the click, never on a kept answer.
 - when `users.info` fails, a request or an approval by that person is refused with "try again", and a
   diagnosis is not affected.
 
-Through the running bot, over HTTP and Socket Mode.
+Through the running bot, over HTTP and Socket Mode. The tests over HTTP of the default configuration,
+or of two required approvals, share the module's bot of it (`flow`, `lane`: tests/approvals/conftest.py),
+each with its own workspace and cluster.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -86,10 +90,18 @@ def _click_request(flow: Flow, user: str, *, socket: bool) -> None:
 
 @pytest.mark.parametrize("transport", ["http", "socket"])
 def test_someone_removed_from_the_approver_group_cannot_approve_a_moment_later(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, transport: str
+    lane: Callable[..., Flow], slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, transport: str
 ) -> None:
+    """Over HTTP on the module's bot of two required approvals; over Socket Mode on a bot of its own."""
     socket = transport == "socket"
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2, socket_mode=socket) as flow:
+    with ExitStack() as stack:
+        if socket:
+            flow = stack.enter_context(
+                remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2, socket_mode=True)
+            )
+        else:
+            flow = lane(required=2)
+            slack_emulator = flow.slack
         request_id = _filed(flow, socket=socket)
         _vote(flow, request_id, CAROL, socket=socket)  # the group is read: bob and carol
         slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
@@ -103,43 +115,42 @@ def test_someone_removed_from_the_approver_group_cannot_approve_a_moment_later(
 
 
 def test_an_unreadable_approver_group_refuses_with_try_again_and_the_requester_may_still_withdraw(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
+    lane: Callable[..., Flow],
 ) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path, required=2) as flow:
-        request_id = _filed(flow)
-        _vote(flow, request_id, CAROL, socket=False)
-        slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
-        slack_emulator.inject("usergroups.users.list", "internal_error", http_status=500, times=None)
-        _vote(flow, request_id, BOB, socket=False)
-        assert "try again" in flow.ephemeral(BOB, "Could not check who may approve")
-        assert flow.request_row(request_id)["status"] == "pending"
-        assert flow.audit(request_id) == ["requested", "approved"]
-        # alice asked for it: she may withdraw it without the group
-        _vote(flow, request_id, ALICE, socket=False, approve=False)
-        flow.wait_status(request_id, "rejected")
+    flow = lane(required=2)
+    slack_emulator = flow.slack
+    request_id = _filed(flow)
+    _vote(flow, request_id, CAROL, socket=False)
+    slack_emulator.wait_for(lambda: flow.audit(request_id) == ["requested", "approved"] or None, timeout=10)
+    slack_emulator.inject("usergroups.users.list", "internal_error", http_status=500, times=None)
+    _vote(flow, request_id, BOB, socket=False)
+    assert "try again" in flow.ephemeral(BOB, "Could not check who may approve")
+    assert flow.request_row(request_id)["status"] == "pending"
+    assert flow.audit(request_id) == ["requested", "approved"]
+    # alice asked for it: she may withdraw it without the group
+    _vote(flow, request_id, ALICE, socket=False, approve=False)
+    flow.wait_status(request_id, "rejected")
 
 
-def test_guests_and_outsiders_cannot_request_a_change_but_can_diagnose(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
+def test_guests_and_outsiders_cannot_request_a_change_but_can_diagnose(flow: Flow) -> None:
+    slack_emulator = flow.slack
     _outsiders(slack_emulator)
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        flow.scenario("seed002-configmap-finalizer")
-        flow.diagnose(user=GUEST)  # a diagnosis is open to them
-        posted = len(slack_emulator.calls("chat.postMessage"))
-        for user, who in ((GUEST, "Guests"), (SINGLE, "Guests"), (PARTNER, "People outside"), (STRANGER, "People")):
-            _click_request(flow, user, socket=False)
-            told = flow.ephemeral(user, "cannot request changes")
-            assert told.startswith(who), told
-            assert "`prod-eu`" in told
-            assert len(told) < 120, told
-        assert flow.requests() == []
-        assert len(slack_emulator.calls("chat.postMessage")) == posted  # nothing said in the channel
-        infos = [str(c.params.get("user")) for c in slack_emulator.calls("users.info")]
-        assert infos == [GUEST, SINGLE, PARTNER, STRANGER]  # asked at each click
-        # a member still can
-        flow.request("remove_finalizer", user=ALICE)
-        assert len(flow.requests()) == 1
+    flow.scenario("seed002-configmap-finalizer")
+    flow.diagnose(user=GUEST)  # a diagnosis is open to them
+    posted = len(slack_emulator.calls("chat.postMessage"))
+    for user, who in ((GUEST, "Guests"), (SINGLE, "Guests"), (PARTNER, "People outside"), (STRANGER, "People")):
+        _click_request(flow, user, socket=False)
+        told = flow.ephemeral(user, "cannot request changes")
+        assert told.startswith(who), told
+        assert "`prod-eu`" in told
+        assert len(told) < 120, told
+    assert flow.requests() == []
+    assert len(slack_emulator.calls("chat.postMessage")) == posted  # nothing said in the channel
+    infos = [str(c.params.get("user")) for c in slack_emulator.calls("users.info")]
+    assert infos == [GUEST, SINGLE, PARTNER, STRANGER]  # asked at each click
+    # a member still can
+    flow.request("remove_finalizer", user=ALICE)
+    assert len(flow.requests()) == 1
 
 
 def test_a_guest_or_outsider_named_as_approver_cannot_approve(
@@ -177,38 +188,36 @@ def test_allow_external_users_lets_guests_and_outsiders_request_and_approve(
         assert slack_emulator.calls("users.info") == []  # nothing to check
 
 
-def test_when_slack_cannot_say_who_someone_is_they_cannot_request_or_approve_but_can_diagnose(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
-) -> None:
-    with remediation_bot(slack_emulator, kube_emulator, tmp_path) as flow:
-        request_id = _filed(flow)  # alice's, while Slack answers
-        slack_emulator.inject("users.info", "internal_error", http_status=500, times=None)
-        # a diagnosis is not affected (asked again, it is answered in the incident's thread)
-        replies = len(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
-        asked = flow.bot.driver.slash_command("/nsstuck", f"prod-eu {flow.namespace}", user=CAROL, channel=OPS_CHANNEL)
-        assert "On it" in asked.body
-        slack_emulator.wait_for(
-            lambda: len(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts())) > replies or None, timeout=30
-        )
-        assert f"<@{CAROL}>" in flow.thread_text()
-        # a request: refused, try again
-        _click_request(flow, CAROL, socket=False)
-        assert "try again" in flow.ephemeral(CAROL, "Could not check who you are")
-        # an approval: refused, try again (and recorded as refused)
-        _vote(flow, request_id, BOB, socket=False)
-        assert "try again" in flow.ephemeral(BOB, "Could not check who you are")
-        assert flow.request_row(request_id)["status"] == "pending"
-        assert flow.audit(request_id) == ["requested", "refused"]
-        assert len(flow.requests()) == 1
-        # a user Slack does not know: the same
-        slack_emulator.faults.clear()
-        slack_emulator.state.users.pop(CAROL)
-        _vote(flow, request_id, CAROL, socket=False)
-        assert "try again" in flow.ephemeral(CAROL, "Could not check who you are")
-        assert flow.request_row(request_id)["status"] == "pending"
-        # Slack back: bob approves
-        _vote(flow, request_id, BOB, socket=False)
-        assert flow.wait_status(request_id, "applied", "failed", "stale")["status"] == "applied"
+def test_when_slack_cannot_say_who_someone_is_they_cannot_request_or_approve_but_can_diagnose(flow: Flow) -> None:
+    slack_emulator = flow.slack
+    request_id = _filed(flow)  # alice's, while Slack answers
+    slack_emulator.inject("users.info", "internal_error", http_status=500, times=None)
+    # a diagnosis is not affected (asked again, it is answered in the incident's thread)
+    replies = len(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts()))
+    asked = flow.bot.driver.slash_command("/nsstuck", f"prod-eu {flow.namespace}", user=CAROL, channel=OPS_CHANNEL)
+    assert "On it" in asked.body
+    slack_emulator.wait_for(
+        lambda: len(slack_emulator.thread(OPS_CHANNEL, flow.thread_ts())) > replies or None, timeout=30
+    )
+    assert f"<@{CAROL}>" in flow.thread_text()
+    # a request: refused, try again
+    _click_request(flow, CAROL, socket=False)
+    assert "try again" in flow.ephemeral(CAROL, "Could not check who you are")
+    # an approval: refused, try again (and recorded as refused)
+    _vote(flow, request_id, BOB, socket=False)
+    assert "try again" in flow.ephemeral(BOB, "Could not check who you are")
+    assert flow.request_row(request_id)["status"] == "pending"
+    assert flow.audit(request_id) == ["requested", "refused"]
+    assert len(flow.requests()) == 1
+    # a user Slack does not know: the same
+    slack_emulator.faults.clear()
+    slack_emulator.state.users.pop(CAROL)
+    _vote(flow, request_id, CAROL, socket=False)
+    assert "try again" in flow.ephemeral(CAROL, "Could not check who you are")
+    assert flow.request_row(request_id)["status"] == "pending"
+    # Slack back: bob approves
+    _vote(flow, request_id, BOB, socket=False)
+    assert flow.wait_status(request_id, "applied", "failed", "stale")["status"] == "applied"
 
 
 def test_on_enterprise_grid_our_organisation_is_ours_and_another_is_not(

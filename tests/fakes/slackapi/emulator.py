@@ -42,6 +42,7 @@ class SlackEmulator:
         post_message_rate: float = 1.0,
         post_message_burst: int = 10,
         single_use_tickets: bool = True,
+        port: int = 0,
     ) -> None:
         self.signing_secret = signing_secret or secrets.token_hex(16)
         self.bot_token = bot_token or "xoxb-111-222-" + secrets.token_hex(12)
@@ -63,6 +64,7 @@ class SlackEmulator:
             journal=self.journal,
             faults=self.faults,
             limiter=self.limiter,
+            port=port,
         )
         self.socket = SocketModeServer(
             app_id=self.identity.app_id, single_use_tickets=single_use_tickets, on_ack=self._on_socket_ack
