@@ -23,6 +23,7 @@ import os
 import signal
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import FrameType
@@ -126,6 +127,7 @@ class AdmissionApp:
     by_cluster: Reviewers | None = None
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        arrived = time.monotonic()  # the budget counts from here: the body's read and parsing are in it
         path = environ.get("PATH_INFO", "")
         method = environ.get("REQUEST_METHOD", "")
         if path == "/healthz":
@@ -159,7 +161,7 @@ class AdmissionApp:
             )
             answer = Answer(review.uid)
         else:
-            answer = reviewer.answer(review)
+            answer = reviewer.answer(review, arrived=arrived)
         data = json.dumps(answer.to_review()).encode()
         start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
         return [data]

@@ -535,7 +535,9 @@ def _dead(  # noqa: PLR0917 (one finalizer's reading, passed on as it is)
     verb = "keeps" if namespace or len(held) == 1 else "keep"
     if not namespace:
         # the diagnosis's own finding for a finalizer nothing removes, with its remedies
-        found = finalizers.orphaned(ctx, finalizer, owner, held, judgement, evidence, what, verb)
+        found = finalizers.orphaned(
+            ctx, finalizer, owner, held, judgement, evidence, what, verb, before_the_delete=True
+        )
         return replace(
             found,
             summary=f"{found.summary}: deleting the namespace would get stuck on {'it' if len(held) == 1 else 'them'}",

@@ -52,6 +52,11 @@ MAX_WARNING = 119  # characters: "under 120" (the API server cuts at 256 past 4 
 DELETE_ANYWAY = "nsstuck.io/delete-anyway"
 # what the engine may take of the budget for the collection; the rest is for the rules and the answer
 COLLECT_SHARE = 0.8
+# what the answer keeps of the budget for itself: it is given this long before the budget (counted from the
+# request's arrival) runs out, for writing it and for the threads of the checks, which share one interpreter
+# lock with it, to let it run (on a loaded machine the answer came up to 0.8 s past a budget counted from
+# the check's submission: docs/performance.md, "Admission webhook")
+ANSWER_MARGIN = 0.25
 # NamespaceLifecycle admission refuses to delete these before any webhook matters
 IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 
@@ -184,16 +189,19 @@ class Reviewer:
         self.heard = heard
         self._pool = ThreadPoolExecutor(max_workers=checks, thread_name_prefix="admission-check")
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+    def close(self, *, wait: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=True)
 
-    def answer(self, review: Review) -> Answer:
+    def answer(self, review: Review, *, arrived: float | None = None) -> Answer:
+        """The answer, made by the budget counted from `arrived` (the request's arrival, `time.monotonic()`;
+        now when not given), less the margin the answer keeps for itself (`ANSWER_MARGIN`)."""
+        started = time.monotonic()
         if not review.namespace_delete or review.name in IMMORTAL:
             return Answer(review.uid)
         if not NAMESPACE_NAME.match(review.name):
             return Answer(review.uid)  # the API server never sends one; nothing of it can be checked
-        started = time.monotonic()
-        diagnosis = self._checked(review.name)
+        deadline = (started if arrived is None else min(arrived, started)) + self.budget - self.margin
+        diagnosis = self._checked(review.name, deadline)
         prediction = _prediction(diagnosis)
         if prediction is None:  # unfinished, unreachable or not Active: said only when it could not finish
             unfinished = diagnosis is None
@@ -209,11 +217,17 @@ class Reviewer:
             self._record(review, prediction, "let-through", time.monotonic() - started)
         return Answer(review.uid, warnings=warnings)
 
-    def _checked(self, namespace: str) -> Diagnosis | None:
-        """The diagnosis made within the budget, or None (not finished in time, or the cluster failed)."""
-        future: Future[Diagnosis] = self._pool.submit(self.check, namespace, self.budget)
+    @property
+    def margin(self) -> float:
+        return min(ANSWER_MARGIN, self.budget / 4)
+
+    def _checked(self, namespace: str, deadline: float) -> Diagnosis | None:
+        """The diagnosis made by `deadline` (`time.monotonic()`), or None (not finished in time, or the cluster
+        failed). The check is given what is left of the budget then."""
+        left = max(0.0, deadline - time.monotonic())
+        future: Future[Diagnosis] = self._pool.submit(self.check, namespace, left)
         try:
-            return future.result(timeout=self.budget)
+            return future.result(timeout=max(0.0, deadline - time.monotonic()))
         except TimeoutError:
             future.cancel()
             log.warning("admission: the check of %s did not finish within %g s", namespace, self.budget)
