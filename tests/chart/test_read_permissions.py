@@ -21,7 +21,7 @@ from bot.kube.permissions import READ_PERMISSIONS, READS, read_allowed, rules_us
 from bot.services.diagnosing import diagnose_namespace
 from bot.services.scanning import scan_cluster
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario_once
 
 OPTIONS = CollectOptions(deadline=10, call_timeout=3)
 # the module's fixture diagnoses and scans every scenario of the library (about a minute on a quiet
@@ -33,7 +33,7 @@ def _requests_of(name: str, tmp_path: Path) -> list[str]:
     emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0)
     emu.start()
     try:
-        scenario = apply_scenario(emu, name)
+        scenario = apply_scenario_once(emu, name)
         target = ClusterTarget(name="emulated", kubeconfig=emu.write_kubeconfig(tmp_path / "kubeconfig"))
         emu.journal.clear()
         diagnose_namespace(target, scenario.expected.namespace, options=OPTIONS, clock=emu.clock.now)
