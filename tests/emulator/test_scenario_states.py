@@ -12,9 +12,11 @@ file that cannot be read means a build.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import pickle
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -319,6 +321,52 @@ def test_a_saved_state_is_read_instead_of_built_and_an_unreadable_one_means_a_bu
         finally:
             again.stop()
     finally:
+        if kept is not None:
+            _BUILT[key] = kept
+        else:
+            _BUILT.pop(key, None)
+
+
+def test_two_wanting_one_state_at_once_build_it_once(
+    applied_scenarios: AppliedScenarios, shared_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "pvc-in-use"
+    built = applied_scenarios.get(name)
+    key = _key(name)
+    builds: list[str] = []
+    scenario = SCENARIOS[name]
+
+    def counted(emu: Any) -> None:
+        builds.append(threading.current_thread().name)
+        scenario.build(emu)
+
+    monkeypatch.setitem(SCENARIOS, name, dataclasses.replace(scenario, build=counted))
+    emus = [new_emulator(scenario), new_emulator(scenario)]
+    kept = _BUILT.pop(key, None)  # nothing in memory: each thread looks in the shared folder
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def want(emu: Emulator) -> None:
+        try:
+            start.wait(timeout=30)
+            apply_scenario_once(emu, name)
+        except BaseException as err:
+            failures.append(err)
+
+    threads = [threading.Thread(target=want, args=(emu,), name=f"want-{i}") for i, emu in enumerate(emus)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not failures, failures
+        assert len(builds) == 1, builds  # the other waited on the lock file, then read what was saved
+        assert state_files.load(key) is not None
+        for emu in emus:
+            assert snapshot(emu) == built.snapshot
+    finally:
+        for emu in emus:
+            emu.stop()
         if kept is not None:
             _BUILT[key] = kept
         else:

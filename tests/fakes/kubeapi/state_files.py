@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pickle
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
@@ -63,7 +64,7 @@ def save(key: Key, state: EmulatorState, *, replace: bool = False) -> None:
     path = _path(key, ".state")
     if path is None or (path.exists() and not replace):
         return
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial")
     try:
         with partial.open("wb") as f:
             pickle.dump(state, f, protocol=pickle.HIGHEST_PROTOCOL)
