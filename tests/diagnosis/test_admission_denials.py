@@ -19,7 +19,7 @@ from tests.approvals._flow import remediation_bot
 from tests.corpus.loading import Case, load
 from tests.diagnosis.test_alive_not_finishing import _ask
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.kubeapi.scenarios import apply_scenario_once
 from tests.fakes.slackapi import SlackEmulator
 from tests.foundation.test_clusters_check import grant, read_rules
 
@@ -394,7 +394,7 @@ def _cli_report(kubeconfig: Path, namespace: str) -> dict[str, Any]:
 
 def test_the_release_defect_is_named_on_an_affected_release_and_not_on_the_fixed_one(tmp_path: Path) -> None:
     with Emulator(clock=FakeClock(datetime.fromisoformat(OBSERVED.replace("Z", "+00:00"))), seed=0) as emu:
-        apply_scenario(emu, "aggregator-stale-defect")
+        apply_scenario_once(emu, "aggregator-stale-defect")
         kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
         # 1.28.1: kubernetes/kubernetes#119662, named with its evidence; the upgrade that fixes it comes first
         affected = _cli_report(kubeconfig, "game-servers")
@@ -416,7 +416,7 @@ def test_the_release_defect_is_named_on_an_affected_release_and_not_on_the_fixed
 
 def test_on_the_fixed_aggregator_the_namespace_is_gone(tmp_path: Path) -> None:
     with Emulator(clock=FakeClock(datetime.fromisoformat(OBSERVED.replace("Z", "+00:00"))), seed=0) as emu:
-        apply_scenario(emu, "aggregator-stale-fixed")
+        apply_scenario_once(emu, "aggregator-stale-fixed")
         report = _cli_report(emu.write_kubeconfig(tmp_path / "kubeconfig"), "game-servers")
     assert report["state"] == "not_found"
     assert report["findings"] == []

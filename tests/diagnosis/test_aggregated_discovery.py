@@ -15,7 +15,7 @@ from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.kubeapi.scenarios import apply_scenario_once
 
 GV = "allocation.agones.dev/v1"
 
@@ -25,7 +25,7 @@ def _diagnose(tmp_path: Path, scenario: str, **then: Any) -> tuple[DiagnosisResu
     diagnose game-servers; also returns the requests the diagnosis made."""
     emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0).start()
     try:
-        apply_scenario(emu, scenario)
+        apply_scenario_once(emu, scenario)
         emu.options.update(then)
         emu.journal.clear()
         result = diagnose_namespace(

@@ -21,7 +21,7 @@ from bench.diagnose import build_cluster
 from tests._cli import run_nsstuck
 from tests.approvals._flow import remediation_bot
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario_once
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL
 
@@ -39,7 +39,7 @@ def cluster() -> Iterator[Emulator]:
 
 def _diagnose(emu: Emulator, tmp_path: Path, scenario: str, *more: str) -> tuple[JSON, str]:
     """The scenario applied; `nsstuck diagnose` as JSON, then as text."""
-    namespace = apply_scenario(emu, scenario).expected.namespace
+    namespace = apply_scenario_once(emu, scenario).expected.namespace
     kubeconfig = str(emu.write_kubeconfig(tmp_path / "kubeconfig"))
     done = run_nsstuck("diagnose", namespace, "--kubeconfig", kubeconfig, "-o", "json", *more)
     assert done.returncode == 0, done.stderr
@@ -148,7 +148,7 @@ def test_the_searches_read_rbac_and_csvs_only_for_a_finalizer_nothing_else_finds
 ) -> None:
     """The Kiali operator is in the catalogue and its Deployment runs: no RBAC or CSV read is made (and where
     a finalizer nothing else finds asks for them, they are: the scenario with reconciler)."""
-    apply_scenario(cluster, "live-operator-finalizer")
+    apply_scenario_once(cluster, "live-operator-finalizer")
     cluster.journal.clear()
     kubeconfig = str(cluster.write_kubeconfig(tmp_path / "kubeconfig"))
     namespace = SCENARIOS["live-operator-finalizer"].expected.namespace
@@ -172,9 +172,9 @@ def test_the_bot_names_how_it_found_each_controller(
             emu.write_kubeconfig(tmp_path / f"{name}.kubeconfig")
             extra += f"  - name: {name}\n    kubeconfig: {name}.kubeconfig\n    channels: [{OPS_CHANNEL}]\n"
         asked = [
-            ("prod-eu", apply_scenario(cluster, "controller-found-by-rbac").expected.namespace, "rbac"),
-            ("helm-c", apply_scenario(helm, "controller-found-by-helm").expected.namespace, "helm"),
-            ("olm-c", apply_scenario(olm, "controller-found-by-olm").expected.namespace, "olm"),
+            ("prod-eu", apply_scenario_once(cluster, "controller-found-by-rbac").expected.namespace, "rbac"),
+            ("helm-c", apply_scenario_once(helm, "controller-found-by-helm").expected.namespace, "helm"),
+            ("olm-c", apply_scenario_once(olm, "controller-found-by-olm").expected.namespace, "olm"),
         ]
         with remediation_bot(slack_emulator, cluster, tmp_path, cluster_extra=extra) as flow:
             said = {

@@ -17,7 +17,7 @@ from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import diagnose_namespace
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import SCENARIOS, Scenario, apply_scenario
+from tests.fakes.kubeapi.scenarios import SCENARIOS, Scenario, apply_scenario_once
 
 # the scenario library's remedy vocabulary -> ours (on the namespace itself, removing a finalizer
 # is its own action: a JSON patch of metadata.finalizers, or a PUT of /finalize for spec.finalizers)
@@ -29,7 +29,7 @@ def _diagnose(scenario: Scenario, tmp_path: Path) -> Diagnosis:
     emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0)
     emu.start()
     try:
-        apply_scenario(emu, scenario.name)
+        apply_scenario_once(emu, scenario.name)
         kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
         target = ClusterTarget(name="emulated", kubeconfig=kubeconfig)
         result = diagnose_namespace(
@@ -45,7 +45,8 @@ def _diagnose(scenario: Scenario, tmp_path: Path) -> Diagnosis:
 
 @pytest.fixture(scope="module", params=sorted(SCENARIOS))
 def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Scenario, Diagnosis]:
-    """Each scenario is built and diagnosed once; every test below reads the same diagnosis."""
+    """Each scenario is built (once per run: apply_scenario_once) and diagnosed once; every test below reads
+    the same diagnosis."""
     scenario = SCENARIOS[request.param]
     return scenario, _diagnose(scenario, tmp_path_factory.mktemp(request.param))
 

@@ -1,9 +1,10 @@
 """Helpers shared by the controllers-half tests (test_ctrl_*, test_scenarios, test_kubectl_*).
 
-``applied_scenarios`` (session scope) applies each scenario at most once per test session, on its
-own emulator, and keeps it for read-only use by several test modules (import the fixture into the
-test module): take a ``snapshot`` right
-after applying, never mutate. Tests that change the cluster build their own emulator with
+``applied_scenarios`` (session scope) applies each scenario at most once per test session, on its own
+emulator, and keeps it for read-only use by several test modules (import the fixture into the test
+module): take a ``snapshot`` right after applying, never mutate. ``restored_scenarios`` is the same with
+each scenario's state restored (``apply_scenario_once``: built once per run) instead of built, for tests
+that are not about the build. Tests that change the cluster build their own emulator with
 ``fresh_scenario``.
 """
 
@@ -24,7 +25,7 @@ import pytest
 
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import JSON, KubeHTTP
-from tests.fakes.kubeapi.scenarios import SCENARIOS, Scenario, apply_scenario, snapshot
+from tests.fakes.kubeapi.scenarios import SCENARIOS, Scenario, apply_scenario, apply_scenario_once, snapshot
 
 KUBECTL = "/usr/bin/kubectl"
 START = datetime(2026, 11, 20, 8, 0, tzinfo=UTC)
@@ -39,10 +40,12 @@ def new_emulator(scenario: Scenario | None = None, *, seed: int = 0, **options: 
     return emu.start()
 
 
-def fresh_scenario(name: str) -> tuple[Emulator, Scenario]:
+def fresh_scenario(name: str, *, once: bool = False) -> tuple[Emulator, Scenario]:
+    """A new emulator with scenario ``name`` on it: built (``apply_scenario``), or with ``once`` the state
+    of the run's one build restored (``apply_scenario_once``), for tests that are not about the build."""
     scenario = SCENARIOS[name]
     emu = new_emulator(scenario)
-    apply_scenario(emu, name)
+    (apply_scenario_once if once else apply_scenario)(emu, name)
     return emu, scenario
 
 
@@ -62,13 +65,14 @@ class Applied:
 
 @dataclass
 class AppliedScenarios:
-    """Scenarios applied lazily, once per session."""
+    """Scenarios applied lazily, once per session: built, or with ``once`` the run's one build restored."""
 
     _applied: dict[str, Applied] = field(default_factory=dict)
+    once: bool = False
 
     def get(self, name: str) -> Applied:
         if name not in self._applied:
-            emu, scenario = fresh_scenario(name)
+            emu, scenario = fresh_scenario(name, once=self.once)
             self._applied[name] = Applied(emu, scenario, snapshot(emu))
         return self._applied[name]
 
@@ -85,10 +89,24 @@ _SESSION_CACHE = AppliedScenarios()
 
 @pytest.fixture(scope="session")
 def applied_scenarios() -> Iterator[AppliedScenarios]:
+    """Each scenario built (``apply_scenario``): for the tests of the build and of its restored state."""
     try:
         yield _SESSION_CACHE
     finally:
         _SESSION_CACHE.close()
+
+
+_RESTORED_CACHE = AppliedScenarios(once=True)
+
+
+@pytest.fixture(scope="session")
+def restored_scenarios() -> Iterator[AppliedScenarios]:
+    """Each scenario's state restored (``apply_scenario_once``): for the tests that only read a scenario
+    (``tests/emulator/test_scenario_states.py`` holds a restored state to the built one)."""
+    try:
+        yield _RESTORED_CACHE
+    finally:
+        _RESTORED_CACHE.close()
 
 
 _kubectl_homes: weakref.WeakKeyDictionary[Emulator, Path] = weakref.WeakKeyDictionary()

@@ -11,7 +11,7 @@ import pytest
 
 from tests.emulator._api_support import Raw, kubectl
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.kubeapi.scenarios import apply_scenario_once
 
 CLIENT_GO = (
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
@@ -152,7 +152,7 @@ def test_backends_declared_by_option_are_served() -> None:
 
 def _scenario_kubectl(name: str, tmp_path: Path) -> tuple[Emulator, Path]:
     emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0).start()
-    apply_scenario(emu, name)
+    apply_scenario_once(emu, name)
     return emu, emu.write_kubeconfig(tmp_path / "kubeconfig")
 
 

@@ -14,14 +14,14 @@ from kubernetes.client.rest import ApiException
 
 from tests.fakes.kubeapi.pytest_plugin import make_api_client
 
-from ._scenario_support import AppliedScenarios, applied_scenarios
+from ._scenario_support import AppliedScenarios, restored_scenarios
 
-__all__ = ["applied_scenarios"]
+__all__ = ["restored_scenarios"]
 
 
 @pytest.fixture
-def kiali(applied_scenarios: AppliedScenarios) -> Any:
-    return applied_scenarios.get("seed003-kiali-orphaned-finalizer")
+def kiali(restored_scenarios: AppliedScenarios) -> Any:
+    return restored_scenarios.get("seed003-kiali-orphaned-finalizer")
 
 
 def test_typed_client_reads_the_conditions(kiali: Any) -> None:
@@ -68,9 +68,9 @@ def test_dynamic_client_discovers_and_lists(kiali: Any, tmp_path: Path) -> None:
 
 
 def test_dynamic_client_skips_the_unavailable_metrics_group(
-    applied_scenarios: AppliedScenarios, tmp_path: Path
+    restored_scenarios: AppliedScenarios, tmp_path: Path
 ) -> None:
-    applied = applied_scenarios.get("seed000-metrics-missing-endpoints")
+    applied = restored_scenarios.get("seed000-metrics-missing-endpoints")
     api = make_api_client(applied.emu)
     try:
         dyn = dynamic.DynamicClient(api, cache_file=str(tmp_path / "discovery.json"))

@@ -17,14 +17,14 @@ from tests.fakes.kubeapi.scenarios import SCENARIOS
 
 from ._scenario_support import (
     AppliedScenarios,
-    applied_scenarios,
     condition_tuples,
     fresh_scenario,
     kubectl,
     kubectl_available,
+    restored_scenarios,
 )
 
-__all__ = ["applied_scenarios"]
+__all__ = ["restored_scenarios"]
 
 pytestmark = [
     pytest.mark.kubectl,
@@ -34,8 +34,10 @@ pytestmark = [
 TERMINATING = sorted(n for n, s in SCENARIOS.items() if s.expected.state == "terminating")
 
 
-def test_api_resources_reports_the_unavailable_metrics_api(applied_scenarios: AppliedScenarios, tmp_path: Path) -> None:
-    applied = applied_scenarios.get("seed000-metrics-missing-endpoints")
+def test_api_resources_reports_the_unavailable_metrics_api(
+    restored_scenarios: AppliedScenarios, tmp_path: Path
+) -> None:
+    applied = restored_scenarios.get("seed000-metrics-missing-endpoints")
     result = kubectl(applied.emu, tmp_path, "api-resources", "--namespaced=true", "--verbs=delete")
     assert result.returncode == 1
     assert (
@@ -46,8 +48,8 @@ def test_api_resources_reports_the_unavailable_metrics_api(applied_scenarios: Ap
     assert "namespaces " not in result.stdout  # --namespaced=true
 
 
-def test_get_apiservice_shows_the_reason(applied_scenarios: AppliedScenarios, tmp_path: Path) -> None:
-    applied = applied_scenarios.get("seed000-metrics-missing-endpoints")
+def test_get_apiservice_shows_the_reason(restored_scenarios: AppliedScenarios, tmp_path: Path) -> None:
+    applied = restored_scenarios.get("seed000-metrics-missing-endpoints")
     result = kubectl(applied.emu, tmp_path, "get", "apiservice", "v1beta1.metrics.k8s.io")
     assert result.returncode == 0, result.stderr
     header, row = result.stdout.splitlines()
@@ -56,9 +58,9 @@ def test_get_apiservice_shows_the_reason(applied_scenarios: AppliedScenarios, tm
 
 
 def test_get_ns_shows_terminating_and_get_all_shows_nothing(
-    applied_scenarios: AppliedScenarios, tmp_path: Path
+    restored_scenarios: AppliedScenarios, tmp_path: Path
 ) -> None:
-    applied = applied_scenarios.get("seed000-metrics-missing-endpoints")
+    applied = restored_scenarios.get("seed000-metrics-missing-endpoints")
     result = kubectl(applied.emu, tmp_path, "get", "ns", "ack-system-e2e-test-0", "--no-headers")
     assert result.stdout.split()[:2] == ["ack-system-e2e-test-0", "Terminating"]
     everything = kubectl(applied.emu, tmp_path, "get", "all", "-n", "ack-system-e2e-test-0")
@@ -67,9 +69,9 @@ def test_get_ns_shows_terminating_and_get_all_shows_nothing(
 
 @pytest.mark.parametrize("name", TERMINATING)
 def test_get_ns_yaml_shows_the_controller_conditions(
-    name: str, applied_scenarios: AppliedScenarios, tmp_path: Path
+    name: str, restored_scenarios: AppliedScenarios, tmp_path: Path
 ) -> None:
-    applied = applied_scenarios.get(name)
+    applied = restored_scenarios.get(name)
     expected = applied.scenario.expected
     # the admin identity: the incomplete-evidence scenarios slow or forbid the user on purpose
     result = kubectl(applied.emu, tmp_path, "get", "ns", expected.namespace, "-o", "yaml", admin=True)
@@ -80,8 +82,8 @@ def test_get_ns_yaml_shows_the_controller_conditions(
     assert tuple(ns["spec"].get("finalizers") or ()) == expected.spec_finalizers
 
 
-def test_delete_again_returns_the_namespace_not_409(applied_scenarios: AppliedScenarios, tmp_path: Path) -> None:
-    emu, _ = fresh_scenario("seed000-metrics-missing-endpoints")
+def test_delete_again_returns_the_namespace_not_409(restored_scenarios: AppliedScenarios, tmp_path: Path) -> None:
+    emu, _ = fresh_scenario("seed000-metrics-missing-endpoints", once=True)
     try:
         result = kubectl(emu, tmp_path, "delete", "ns", "ack-system-e2e-test-0", "--wait=false")
         assert result.returncode == 0, result.stderr
@@ -91,7 +93,7 @@ def test_delete_again_returns_the_namespace_not_409(applied_scenarios: AppliedSc
 
 
 def test_patch_finalizers_null_releases_the_kiali_cr(tmp_path: Path) -> None:
-    emu, _ = fresh_scenario("seed003-kiali-orphaned-finalizer")
+    emu, _ = fresh_scenario("seed003-kiali-orphaned-finalizer", once=True)
     try:
         result = kubectl(
             emu,
@@ -117,7 +119,7 @@ def test_patch_finalizers_null_releases_the_kiali_cr(tmp_path: Path) -> None:
 
 
 def test_patch_releases_the_seed002_configmap(tmp_path: Path) -> None:
-    emu, _ = fresh_scenario("seed002-configmap-finalizer")
+    emu, _ = fresh_scenario("seed002-configmap-finalizer", once=True)
     try:
         result = kubectl(
             emu, tmp_path, "patch", "configmap/mymap", "-n", "finalizer-demo", "--type=merge",
@@ -132,7 +134,7 @@ def test_patch_releases_the_seed002_configmap(tmp_path: Path) -> None:
 
 
 def test_replace_raw_finalize_force_finalizes(tmp_path: Path) -> None:
-    emu, _ = fresh_scenario("seed001-metrics-unreachable")
+    emu, _ = fresh_scenario("seed001-metrics-unreachable", once=True)
     try:
         got = kubectl(emu, tmp_path, "get", "ns", "tobedeletedb", "-o", "json")
         ns = json.loads(got.stdout)
@@ -151,7 +153,7 @@ def test_replace_raw_finalize_force_finalizes(tmp_path: Path) -> None:
 
 
 def test_finalize_with_metadata_finalizers_left_keeps_the_namespace(tmp_path: Path) -> None:
-    emu, _ = fresh_scenario("namespace-spec-finalizer")
+    emu, _ = fresh_scenario("namespace-spec-finalizer", once=True)
     try:
         ns = json.loads(kubectl(emu, tmp_path, "get", "ns", "ci-runner-42", "-o", "json").stdout)
         assert ns["spec"]["finalizers"] == ["ci.example.com/cleanup"]
@@ -168,7 +170,7 @@ def test_finalize_with_metadata_finalizers_left_keeps_the_namespace(tmp_path: Pa
 
 @pytest.mark.parametrize("verb", ["replace", "apply"])
 def test_edit_style_update_of_spec_finalizers_is_ignored(verb: str, tmp_path: Path) -> None:
-    emu, _ = fresh_scenario("seed000-metrics-missing-endpoints")
+    emu, _ = fresh_scenario("seed000-metrics-missing-endpoints", once=True)
     try:
         ns = json.loads(kubectl(emu, tmp_path, "get", "ns", "ack-system-e2e-test-0", "-o", "json").stdout)
         ns["spec"]["finalizers"] = []
@@ -191,7 +193,7 @@ def test_edit_style_update_of_spec_finalizers_is_ignored(verb: str, tmp_path: Pa
 
 
 def test_force_delete_of_a_pod_on_a_lost_node_lets_the_namespace_finish(tmp_path: Path) -> None:
-    emu, _ = fresh_scenario("pod-on-notready-node")
+    emu, _ = fresh_scenario("pod-on-notready-node", once=True)
     try:
         pods = kubectl(emu, tmp_path, "get", "pods", "-n", "batch-jobs", "-o", "name")
         names = pods.stdout.split()

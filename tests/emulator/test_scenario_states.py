@@ -5,21 +5,39 @@ fresh one its captured state was restored into answer every read alike over HTTP
 listable type with its resourceVersion, the discovery documents (legacy and aggregated), the list's
 resourceVersion, the watch replay from the oldest kept event, what the user identity is refused, and
 the next Audit-Id. Some scenarios are also run on for five minutes on both, and read through the real
-kubectl.
+kubectl. The state restored is the one pickled and read back, as the run's processes share it
+(``state_files.py``); a state another process built and saved reads as the one built here, and a saved
+file that cannot be read means a build.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
+import pickle
+import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.fakes.kubeapi import Emulator, FakeClock
+from tests._python import PYTHON, assert_no_resource_warning
+from tests.fakes.kubeapi import Emulator, FakeClock, state_files
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
-from tests.fakes.kubeapi.scenarios import SCENARIOS, Api, apply_scenario, apply_scenario_once, run_for, snapshot
+from tests.fakes.kubeapi.scenarios import (
+    _BUILT,
+    SCENARIOS,
+    Api,
+    _configure,
+    _once_key,
+    apply_scenario,
+    apply_scenario_once,
+    run_for,
+    snapshot,
+)
 from tests.fakes.kubeapi.state import StateError, capture, restore
 
 from ._scenario_support import START, AppliedScenarios, applied_scenarios, kubectl, kubectl_available, new_emulator
@@ -103,7 +121,8 @@ def test_a_restored_state_reads_as_the_built_one(name: str, applied_scenarios: A
     built = applied_scenarios.get(name).emu
     restored = Emulator(clock=FakeClock(START), seed=0).start()
     try:
-        restore(restored, capture(built))
+        # as the run's shared files carry it (state_files.py): pickled, then read back
+        restore(restored, pickle.loads(pickle.dumps(capture(built), protocol=pickle.HIGHEST_PROTOCOL)))
         assert _next_audit_id(restored) == _next_audit_id(built)
         assert _in_process(restored) == _in_process(built)
         ns = SCENARIOS[name].expected.namespace
@@ -198,3 +217,157 @@ def test_kubectl_reads_a_restored_state_as_the_built_one(
             assert theirs.stdout
     finally:
         restored.stop()
+
+
+@pytest.fixture
+def shared_in(tmp_path: Path) -> Iterator[Path]:
+    """The run's shared folder of states replaced by an empty one of the test's, for the test."""
+    before = state_files.shared_folder()
+    folder = tmp_path / "states"
+    state_files.share_states_in(folder)
+    try:
+        yield folder
+    finally:
+        state_files.share_states_in(before)
+
+
+def _key(name: str) -> tuple[str, str]:
+    emu = new_emulator(SCENARIOS[name])
+    try:
+        _configure(emu, SCENARIOS[name])
+        key = _once_key(emu, SCENARIOS[name])
+    finally:
+        emu.stop()
+    assert key is not None
+    return key
+
+
+CROSS = ("seed000-metrics-missing-endpoints", "pod-on-missing-node", "content-deleting")
+_OTHER_PROCESS = """
+import sys
+from pathlib import Path
+from tests.emulator._scenario_support import new_emulator
+from tests.fakes.kubeapi import state_files
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario_once
+state_files.share_states_in(Path(sys.argv[1]))
+for name in sys.argv[2:]:
+    emu = new_emulator(SCENARIOS[name])
+    apply_scenario_once(emu, name)
+    emu.stop()
+"""
+
+
+def test_a_state_another_process_saved_reads_as_the_one_built_here(shared_in: Path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [*PYTHON, "-c", _OTHER_PROCESS, str(shared_in), *CROSS],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert_no_resource_warning(done.stderr, "the other process")
+    for name in CROSS:
+        key = _key(name)  # the same starting state digests alike in both processes
+        assert (shared_in / f"{key[0]}-{key[1]}.state").is_file(), sorted(p.name for p in shared_in.iterdir())
+        state = state_files.load(key)
+        assert state is not None, name
+        built = new_emulator(SCENARIOS[name])
+        restored = Emulator(clock=FakeClock(START), seed=0).start()
+        try:
+            apply_scenario(built, name)  # built here, read as it was left (no read before these)
+            restore(restored, state)
+            assert _next_audit_id(restored) == _next_audit_id(built)
+            assert _in_process(restored) == _in_process(built)
+            ns = SCENARIOS[name].expected.namespace
+            assert _served(restored, ns) == _served(built, ns), name
+        finally:
+            built.stop()
+            restored.stop()
+
+
+def test_a_saved_state_is_read_instead_of_built_and_an_unreadable_one_means_a_build(
+    applied_scenarios: AppliedScenarios, shared_in: Path
+) -> None:
+    name = "pvc-in-use"
+    built = applied_scenarios.get(name)
+    key = _key(name)
+    kept = _BUILT.pop(key, None)  # what this process keeps in memory, put back after
+    try:
+        # a file that is not a state: a build, saved over it
+        path = shared_in / f"{key[0]}-{key[1]}.state"
+        path.write_bytes(b"not a pickle")
+        assert state_files.load(key) is None
+        first = new_emulator(SCENARIOS[name])
+        try:
+            apply_scenario_once(first, name)
+            assert snapshot(first) == built.snapshot
+        finally:
+            first.stop()
+        saved = state_files.load(key)
+        assert saved is not None
+        # read from the file (nothing kept in memory): the very objects the file holds, no build
+        _BUILT.pop(key, None)
+        again = new_emulator(SCENARIOS[name])
+        try:
+            apply_scenario_once(again, name)
+            held = _BUILT[key]
+            assert held is not saved  # read from the file anew
+            for bucket_key, bucket in again.cluster.store.data.items():
+                assert all(entry is held.data[bucket_key][at] for at, entry in bucket.items()), bucket_key
+            assert _served(again, "database") == _served(built.emu, "database")
+        finally:
+            again.stop()
+    finally:
+        if kept is not None:
+            _BUILT[key] = kept
+        else:
+            _BUILT.pop(key, None)
+
+
+def test_two_wanting_one_state_at_once_build_it_once(
+    applied_scenarios: AppliedScenarios, shared_in: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = "pvc-in-use"
+    built = applied_scenarios.get(name)
+    key = _key(name)
+    builds: list[str] = []
+    scenario = SCENARIOS[name]
+
+    def counted(emu: Any) -> None:
+        builds.append(threading.current_thread().name)
+        scenario.build(emu)
+
+    monkeypatch.setitem(SCENARIOS, name, dataclasses.replace(scenario, build=counted))
+    emus = [new_emulator(scenario), new_emulator(scenario)]
+    kept = _BUILT.pop(key, None)  # nothing in memory: each thread looks in the shared folder
+    start = threading.Barrier(2)
+    failures: list[BaseException] = []
+
+    def want(emu: Emulator) -> None:
+        try:
+            start.wait(timeout=30)
+            apply_scenario_once(emu, name)
+        except BaseException as err:
+            failures.append(err)
+
+    threads = [threading.Thread(target=want, args=(emu,), name=f"want-{i}") for i, emu in enumerate(emus)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not failures, failures
+        assert len(builds) == 1, builds  # the other waited on the lock file, then read what was saved
+        assert state_files.load(key) is not None
+        for emu in emus:
+            assert snapshot(emu) == built.snapshot
+    finally:
+        for emu in emus:
+            emu.stop()
+        if kept is not None:
+            _BUILT[key] = kept
+        else:
+            _BUILT.pop(key, None)

@@ -22,7 +22,7 @@ from bot.kube.connecting import ClusterTarget
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
 from bot.services.scanning import SCAN_OPTIONS
 from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.kubeapi.scenarios import apply_scenario_once
 
 SCENARIO = "seed003-kiali-orphaned-finalizer"
 NAMESPACE = "istio-system"
@@ -103,7 +103,7 @@ def build_cluster(tmp_path: Path) -> Iterator[Cluster]:
     emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0)
     emu.start()
     try:
-        apply_scenario(emu, SCENARIO)
+        apply_scenario_once(emu, SCENARIO)
         kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig")
         emu.journal.clear()
         yield Cluster(emu, kubeconfig, ClusterTarget(name="emulated", kubeconfig=kubeconfig))

@@ -13,13 +13,13 @@ import yaml
 from tests._cli import run_nsstuck
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.clock import FakeClock
-from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.kubeapi.scenarios import apply_scenario_once
 
 STUCK = ("seed000-metrics-missing-endpoints", "ack-system-e2e-test-0")
 
 
 def scenario(emu: Emulator, tmp_path: Path, name: str) -> Path:
-    apply_scenario(emu, name)
+    apply_scenario_once(emu, name)
     return emu.write_kubeconfig(tmp_path / "kubeconfig")
 
 
@@ -127,7 +127,7 @@ def _cluster_of(done: object) -> str:
 
 
 def test_diagnose_finds_the_cluster_as_kubectl_does(kube_emulator: Emulator, tmp_path: Path) -> None:
-    apply_scenario(kube_emulator, STUCK[0])
+    apply_scenario_once(kube_emulator, STUCK[0])
     ns = STUCK[1]
     env = _kubeconfig_env(tmp_path)
     # nothing at all: one line that says where it looked
@@ -171,7 +171,7 @@ def test_diagnose_finds_the_cluster_as_kubectl_does(kube_emulator: Emulator, tmp
 def test_a_config_file_with_one_cluster_is_no_longer_the_default(kube_emulator: Emulator, tmp_path: Path) -> None:
     # the migration note of docs/commands.md: without --cluster, the kubeconfig is used even when the config
     # file registers clusters (one or several); --cluster NAME still picks a registered one
-    apply_scenario(kube_emulator, STUCK[0])
+    apply_scenario_once(kube_emulator, STUCK[0])
     registered = kube_emulator.write_kubeconfig(tmp_path / "registered.kubeconfig", context="reg")
     config = tmp_path / "nsstuck.yaml"
     config.write_text(f"clusters:\n  - name: prod-eu\n    kubeconfig: {registered}\n")

@@ -19,7 +19,7 @@ import yaml
 
 from tests._cli import run_nsstuck_process as run_nsstuck
 from tests.fakes.kubeapi import Emulator
-from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.kubeapi.scenarios import apply_scenario_once
 from tests.foundation.test_config import REPO
 
 SCRIPTS = Path(sys.executable).parent
@@ -44,7 +44,7 @@ def test_the_package_installs_kubectl_nsstuck() -> None:
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on this machine")
 def test_kubectl_runs_nsstuck_as_a_plugin(kube_emulator: Emulator, tmp_path: Path) -> None:
     assert KUBECTL is not None
-    apply_scenario(kube_emulator, "seed000-metrics-missing-endpoints")
+    apply_scenario_once(kube_emulator, "seed000-metrics-missing-endpoints")
     kubeconfig = kube_emulator.write_kubeconfig(tmp_path / "kubeconfig", context="emu")
     env = _plugin_env(tmp_path)
     listed = subprocess.run([KUBECTL, "plugin", "list"], env=env, capture_output=True, text=True, check=False)

@@ -20,7 +20,7 @@ from bot.kube.patching import PATCH_NOT_APPLICABLE, Patcher
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.clock import FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
-from tests.fakes.kubeapi.scenarios import apply_scenario, snapshot
+from tests.fakes.kubeapi.scenarios import apply_scenario_once, snapshot
 from tests.remediation.test_patching import CASES, changed_keys, key_of, prepared, touch
 
 pytestmark = pytest.mark.kubectl
@@ -45,7 +45,7 @@ def run_kubectl(command: str, kubeconfig: Path) -> subprocess.CompletedProcess[s
 
 
 def build_twin(twin: Emulator, scenario: str, tmp_path: Path) -> Path:
-    apply_scenario(twin, scenario)
+    apply_scenario_once(twin, scenario)
     return twin.write_kubeconfig(tmp_path / "twin" / "kubeconfig")
 
 

@@ -27,7 +27,7 @@ from bot.kube.patching import FIELD_MANAGER, PATCH_NOT_APPLICABLE, Patcher
 from bot.remediation.planning import operations, spec_finalizers, stale_reasons, took_effect
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
-from tests.fakes.kubeapi.scenarios import apply_scenario, snapshot
+from tests.fakes.kubeapi.scenarios import apply_scenario_once, snapshot
 from tests.remediation.conftest import make_patcher
 
 USER = "system:serviceaccount:nsstuck:nsstuck"
@@ -78,7 +78,7 @@ _diagnosed: dict[Case, Remedy] = {}
 
 def diagnosed_remedy(emu: Emulator, patcher: Patcher, case: Case) -> Remedy:
     """Build the scenario and return the first remedy of the case's action that the diagnosis offers."""
-    scenario = apply_scenario(emu, case.scenario)
+    scenario = apply_scenario_once(emu, case.scenario)
     if case not in _diagnosed:
         _diagnosed[case] = diagnosed_remedy_of(patcher, scenario.expected.namespace, case.action)
     return _diagnosed[case]
@@ -281,7 +281,7 @@ def test_our_writes_carry_our_field_manager(kube_emulator: Emulator, patcher: Pa
 
 
 def test_removing_one_spec_finalizer_keeps_the_namespace(kube_emulator: Emulator, patcher: Patcher) -> None:
-    apply_scenario(kube_emulator, "namespace-spec-finalizer")
+    apply_scenario_once(kube_emulator, "namespace-spec-finalizer")
     admin = KubeHTTP(kube_emulator.url, kube_emulator.admin_token)
     admin.post(
         "/api/v1/namespaces",

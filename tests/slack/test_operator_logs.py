@@ -21,7 +21,7 @@ from bot.kube.transport import Transport
 from bot.logs import JsonFormatter, TextFormatter, _ContextFilter, carrying, log_context
 from tests.approvals._flow import remediation_bot
 from tests.fakes.kubeapi import Emulator
-from tests.fakes.kubeapi.scenarios import apply_scenario
+from tests.fakes.kubeapi.scenarios import apply_scenario_once
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, BOB, OPS_CHANNEL
 from tests.slack._bot import running_bot
@@ -187,7 +187,7 @@ def test_lines_logged_on_the_collectors_threads_carry_the_diagnosis_context(
 ) -> None:
     """A library's line logged on the collector's pool (urllib3's, when its client keeps fewer
     connections than the collector's threads) carries the context of the diagnosis that made the call."""
-    apply_scenario(kube_emulator, "seed002-configmap-finalizer")
+    apply_scenario_once(kube_emulator, "seed002-configmap-finalizer")
     target = ClusterTarget(name=ClusterName("prod-eu"), kubeconfig=kube_emulator.write_kubeconfig(tmp_path / "kc"))
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)

@@ -4,10 +4,15 @@
   controllers registered and the background loop OFF (call ``emu.settle()``).
 - ``kubeconfig_path``: a kubeconfig for the user identity.
 - ``kube_api_client``: a ``kubernetes.client.ApiClient`` for the user identity.
+
+And for the whole run: the scenarios' saved states (``apply_scenario_once``) are shared between the
+run's processes through files in the run's temporary directory (``state_files.py``): under
+pytest-xdist the folder every worker's own temporary directory sits in, otherwise the process's own.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,8 +20,21 @@ from typing import Any
 
 import pytest
 
+from . import state_files
 from .clock import FakeClock
 from .emulator import Emulator
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _scenario_states_shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The run's folder of saved scenario states: xdist gives each worker ``<run's basetemp>/<worker>``."""
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    state_files.share_states_in(run / "scenario-states")
+    try:
+        yield
+    finally:
+        state_files.share_states_in(None)
 
 
 @pytest.fixture

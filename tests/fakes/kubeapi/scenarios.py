@@ -14,7 +14,7 @@ exact namespace conditions the namespace controller writes.
 
     SCENARIOS: dict[str, Scenario]
     apply_scenario(emu, name) -> Scenario       # the build, always
-    apply_scenario_once(emu, name) -> Scenario  # the build once per process, then its state restored
+    apply_scenario_once(emu, name) -> Scenario  # the build once per run, then its state restored
 
 With a FakeClock the build advances time itself; with a RealClock it cannot, so it only settles
 once and the state converges as real time passes (with the background controller loop running).
@@ -30,7 +30,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from tests.fakes.tracing import untraced, untraced_here
 
+from . import state_files
 from .clock import FakeClock
 from .controllers import controllers_of
 from .controllers._http import JSON, ApiError, KubeHTTP
@@ -3424,15 +3425,20 @@ def apply_scenario(emu: Any, name: str) -> Scenario:
         _configure(emu, scenario)
         key = _once_key(emu, scenario)
         scenario.build(emu)
-        _remember(key, emu)
+        _remember(key, emu, replace=True)
     return scenario
 
 
 def apply_scenario_once(emu: Any, name: str) -> Scenario:
-    """``apply_scenario``, built at most once per process for each scenario and starting state: the first
+    """``apply_scenario``, built at most once per run for each scenario and starting state: the first
     time, the real build; after that, the state that build left restored into ``emu`` (``state.py``),
     which nothing read over HTTP or through kubectl tells apart from a build
     (``tests/emulator/test_scenario_states.py``). A few milliseconds instead of about 0.3 CPU-seconds.
+
+    Once per process, kept in memory; once per run where the states are shared through files
+    (``state_files.py``: the pytest plugin shares them between the run's processes): a process that
+    finds no state of its own reads the one another process saved, or builds it (while others wanting
+    it wait) and saves it. A file missing or unreadable means a build, as without one.
 
     The starting state is the emulator as the scenario's options leave it (seed, clock, options,
     controllers, knobs, store, ...): an emulator that already holds something else gets a build of its
@@ -3442,12 +3448,19 @@ def apply_scenario_once(emu: Any, name: str) -> Scenario:
     with untraced_here():
         _configure(emu, scenario)
         key = _once_key(emu, scenario)
-        state = _BUILT.get(key) if key is not None else None
-        if state is not None:
-            restore(emu, state)
+        if key is None:
+            scenario.build(emu)
             return scenario
-        scenario.build(emu)
-        _remember(key, emu)
+        state = _BUILT.get(key)
+        if state is None:
+            with state_files.building(key):
+                state = state_files.load(key)
+                if state is None:
+                    scenario.build(emu)
+                    _remember(key, emu, over_file=True)
+                    return scenario
+            _BUILT[key] = state
+        restore(emu, state)
     return scenario
 
 
@@ -3479,11 +3492,18 @@ def _configure(emu: Any, scenario: Scenario) -> None:
 _BUILT: dict[tuple[str, str], EmulatorState] = {}
 
 
-def _remember(key: tuple[str, str] | None, emu: Any) -> None:
-    if key is None or key in _BUILT:
+def _remember(key: tuple[str, str] | None, emu: Any, *, replace: bool = False, over_file: bool = False) -> None:
+    """Keep what a build left for ``key``, here and in the run's shared folder (``replace``: even where a
+    state is kept already, so that this process restores the very objects of its latest build;
+    ``over_file``: over a file that could not be read)."""
+    if key is None or (key in _BUILT and not replace):
         return
-    with suppress(StateError):  # not capturable: later calls build again
-        _BUILT[key] = capture(emu)
+    try:
+        state = capture(emu)
+    except StateError:  # not capturable: later calls build again
+        return
+    _BUILT[key] = state
+    state_files.save(key, state, replace=over_file)
 
 
 def _once_key(emu: Any, scenario: Scenario) -> tuple[str, str] | None:
