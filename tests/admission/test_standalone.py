@@ -34,7 +34,7 @@ from tests.admission._endpoint import (
 )
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
-from tests.fakes.kubeapi.scenarios import Api, apply_scenario
+from tests.fakes.kubeapi.scenarios import Api, app, apply_scenario
 
 pytestmark = [
     pytest.mark.kubectl,
@@ -133,6 +133,32 @@ def test_a_dead_apiservice_is_warned_of_and_the_delete_goes_ahead(
         "Warning: nsstuck could not finish checking: discovery of metrics.example.io/v1beta1 failed (unavailable)",
     ]
     assert deleting(emu, "team-api")
+
+
+def test_a_pod_on_a_lost_node_is_warned_of_and_the_delete_goes_ahead(
+    cluster: tuple[Emulator, Path], warn: Endpoint
+) -> None:
+    """The third of the done-when cases: a pod bound to a node whose kubelet stopped posting status, which
+    no kubelet will tear down. A node of its own, lost, so the module's other namespaces keep theirs."""
+    emu, kubeconfig = cluster
+    api = Api(emu)
+    api.node("node-9", "10.0.0.99")
+    namespace(emu, "team-batch")
+    app(api, "team-batch", "worker", node="node-9", replicas=1)
+    emu.settle()
+    api.node_lost("node-9")
+    emu.settle()
+
+    result = kubectl(kubeconfig, "delete", "ns", "team-batch", "--wait=false")
+
+    assert result.returncode == 0, result.stderr
+    said = warnings(result)
+    assert len(said) == 1, said
+    assert said[0].startswith("Warning: nsstuck: pod_on_lost_node: "), said
+    assert "worker-" in said[0]
+    assert said[0].endswith("see `nsstuck precheck team-batch`"), said
+    assert len(said[0]) - len("Warning: ") < 120
+    assert deleting(emu, "team-batch")
 
 
 def test_a_clean_namespace_is_deleted_without_a_word(cluster: tuple[Emulator, Path], warn: Endpoint) -> None:
