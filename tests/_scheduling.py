@@ -16,7 +16,7 @@ tier leaves out. A pytest plugin, loaded by tests/conftest.py.
   (`--no-loadscope-reorder`). `NSSTUCK_RECORD_DURATIONS=1 make test` records the file again.
 - Priority: the process that runs the timing group (handed out first, so it starts with it) keeps its
   scheduling priority; every other process lowers its own (`os.nice`) before its first test, and the bots
-  and commands it starts inherit that. On two cores shared by four processes and their bots, a deadline
+  and commands it starts inherit that. On two cores shared by six processes and their bots, a deadline
   measured in the timing group is then measured on the CPU share a real deployment has, not a quarter of
   it, and the group (the longest unit) ends sooner.
 """
@@ -37,7 +37,7 @@ import pytest
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
 SLOW_SECONDS = 2.0
 TIMING_GROUP = "timing"
-OTHERS_NICE = 5  # a weight of 335 against 1,024 at nice 0 (the kernel's CFS table)
+OTHERS_NICE = 10  # a weight of 110 against 1,024 at nice 0 (the kernel's CFS table)
 # the chart (helm, promtool, hadolint), the demo and the benchmarks' own test
 SLOW_FOLDERS = {"chart", "demo", "bench"}
 

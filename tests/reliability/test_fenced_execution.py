@@ -132,7 +132,9 @@ def test_a_write_without_an_answer_is_settled_from_what_the_cluster_shows(
     # the dry run is answered; the real PATCH loses its connection: the change may or may not have
     # happened. The record must not guess: the target is read once the deadline (and the longest call)
     # is behind, and what it shows is what the record says.
-    env = {"NSSTUCK_EXECUTION_TIMEOUT_SECONDS": "2"}
+    # (5 s: the re-check, the backup and the dry run must be done before it, for the PATCH to be sent at all;
+    # with 2 s, a loaded run's executor stopped before its backup, a path other tests cover)
+    env = {"NSSTUCK_EXECUTION_TIMEOUT_SECONDS": "5"}
     with remediation_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env) as flow:
         request_id = flow.requested("seed002-configmap-finalizer", "remove_finalizer")
         before = _held(kube_emulator)
