@@ -8,6 +8,7 @@ restarted under the bot is simply connected to again.
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -29,3 +30,12 @@ def engine_for(url: str) -> Engine:
 def rows(url: str, sql: str, **params: Any) -> list[dict[str, Any]]:
     with engine_for(url).connect() as connection:
         return [dict(row._mapping) for row in connection.execute(text(sql), params)]
+
+
+def audit_of(url: str, namespace: str) -> list[dict[str, Any]]:
+    """A namespace's audit entries in their order, `details` as a dict on SQLite (text there) as on PostgreSQL."""
+    found = rows(url, "SELECT * FROM audit_entries WHERE namespace = :ns ORDER BY seq", ns=namespace)
+    for row in found:
+        if isinstance(row["details"], str):
+            row["details"] = json.loads(row["details"])
+    return found

@@ -29,7 +29,7 @@ import pytest
 import trustme
 
 from tests._migrated import migrated
-from tests._rows import rows
+from tests._rows import audit_of, rows
 from tests.admission._endpoint import KUBECTL, Endpoint, configure, kubectl, post, review, write_pair
 from tests.admission.test_standalone import deleting, with_orphaned_kiali
 from tests.fakes.kubeapi import Emulator, FakeClock
@@ -65,11 +65,7 @@ class Bot:
         return rows(self.url, sql, **params)
 
     def audit(self, namespace: str) -> list[dict[str, Any]]:
-        found = self.rows("SELECT * FROM audit_entries WHERE namespace = :ns ORDER BY seq", ns=namespace)
-        for row in found:
-            if isinstance(row["details"], str):
-                row["details"] = json.loads(row["details"])
-        return found
+        return audit_of(self.url, namespace)
 
     def log(self) -> str:
         return self.running.log.read_text(errors="replace")

@@ -26,7 +26,7 @@ import pytest
 import trustme
 
 from tests._migrated import migrated
-from tests._rows import rows
+from tests._rows import audit_of, rows
 from tests.admission._endpoint import KUBECTL, VWC, Endpoint, configure, kubectl, post, review, write_pair
 from tests.admission.test_standalone import deleting, http, with_orphaned_kiali
 from tests.emulator.test_admission_delete_webhooks import deny, webhook_server
@@ -90,11 +90,7 @@ class Cluster:
         return rows(self.url, sql, **params)
 
     def audit(self, namespace: str) -> list[dict[str, Any]]:
-        found = self.rows("SELECT * FROM audit_entries WHERE namespace = :ns ORDER BY seq", ns=namespace)
-        for row in found:
-            if isinstance(row["details"], str):
-                row["details"] = json.loads(row["details"])
-        return found
+        return audit_of(self.url, namespace)
 
     def incidents(self, namespace: str) -> list[dict[str, Any]]:
         return self.rows("SELECT * FROM incidents WHERE namespace = :ns", ns=namespace)

@@ -27,7 +27,8 @@ from cryptography.x509.oid import NameOID
 
 from bot.settings import AppConfig
 from tests.admission._endpoint import Endpoint, endpoint
-from tests.chart.conftest import CHART, REPO, HelmError, Render, find, helm_template, one
+from tests.chart.conftest import CHART, HelmError, Render, find, helm_template, one
+from tests.chart.test_chart import _validate
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import Api, apply_scenario
@@ -58,17 +59,6 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
 def _config(docs: list[dict[str, Any]]) -> dict[str, Any]:
     config: dict[str, Any] = yaml.safe_load(one(docs, "ConfigMap")["data"]["nsstuck.yaml"])
     return config
-
-
-def _validate(manifests: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "validate-manifests")],
-        input=manifests,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def _signed_by(cert_pem: bytes, ca_pem: bytes) -> bool:
