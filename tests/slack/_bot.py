@@ -131,7 +131,8 @@ def serve_process(
             text=True,
         )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
+    # a guard against a bot that hangs, not a figure: at nice 10 beside a busy timing group one took over 20 s
+    deadline = time.monotonic() + 45
     while True:
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=1) as response:
