@@ -195,15 +195,16 @@ def orphaned(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on a
         )
     else:
         consequence = f"the cleanup {owner.name} would have done (external resources it manages) does not happen"
-    restore_first = not nothing_owns and (judgement.workload is not None or judgement.state is ControllerState.UNKNOWN)
-    object_remedies = (
-        []
-        if before_the_delete and restore_first
-        else [remedies.remove_finalizer(h.ref, finalizer, risk=risk, consequence=consequence) for h in held]
-    )
+
+    def removals() -> list[Remedy]:
+        return [remedies.remove_finalizer(h.ref, finalizer, risk=risk, consequence=consequence) for h in held]
+
+    def after_restore() -> list[Remedy]:  # behind a restore that goes first, a prediction keeps none of them
+        return [] if before_the_delete else removals()
+
     ordered: list[Remedy]
     if nothing_owns:
-        ordered = object_remedies
+        ordered = removals()
     elif judgement.workload is not None:
         kind, namespace, name = _identity(judgement.workload)
         restore = remedies.restore(
@@ -211,7 +212,7 @@ def orphaned(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on a
             f"Bring {name} back (scale it up or fix its pods): it removes {finalizer} after running its cleanup",
             [f"kubectl -n {namespace} describe {kind} {name}"],
         )
-        ordered = [restore, *object_remedies]
+        ordered = [restore, *after_restore()]
     elif judgement.state is ControllerState.UNKNOWN:
         checks = judgement.checks or [
             f"kubectl get deployments,statefulsets,daemonsets -A | grep -i {shlex.quote(_word(owner))}"
@@ -221,13 +222,13 @@ def orphaned(  # noqa: PLR0917 (the rule's reading of one finalizer, passed on a
             f"{judgement.find_out}, and make it run: it removes {finalizer} after its cleanup",
             checks,
         )
-        ordered = [restore, *object_remedies]
+        ordered = [restore, *after_restore()]
     else:
         restore = remedies.restore(
             Action.RESTORE_CONTROLLER,
             f"Or, if {owner.name} should still be installed, reinstall it; it removes {finalizer} itself",
         )
-        ordered = [*object_remedies, restore]
+        ordered = [*removals(), restore]
     return Finding(
         cause=Cause.ORPHANED_FINALIZER,
         blocking=True,
