@@ -43,7 +43,6 @@ import os
 import re
 import secrets
 import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -72,7 +71,7 @@ from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import (
     CLEANUP_FAILING_OPERATOR,
-    apply_scenario,
+    apply_scenario_once,
     cleanup_failing_log,
     operator_pod,
     snapshot,
@@ -338,20 +337,24 @@ def _http_get(surfaces: Surfaces, url: str) -> int:
 # Clusters: one emulator per scenario, each reached with one kind of credential
 
 
+# the exec credential plugin: a shell script, not Python. An interpreter's start (with coverage's, in
+# `make test`) on a loaded machine once took longer than the 3 s an in-process `diagnose --timeout 3`
+# gives a plugin ("did not answer within 3s"); a shell and two small tools start in milliseconds.
+# It checks that it saw the secret in its environment (by its SHA-256, given as its first argument, so
+# that the secret is in no command line), notes the call, and prints the token.
 EXEC_PLUGIN = """\
-import hashlib, json, os, sys
-secret = os.environ.get("SWEEP_EXEC_SECRET", "")
-if sys.argv[1] == "fail":
+if [ "$1" = fail ]; then
     # a plugin that says too much when it fails (it is not ours; what it prints must not pass through)
-    print("identity provider refused SWEEP_EXEC_SECRET=" + secret, file=sys.stderr)
-    sys.exit(1)
-if hashlib.sha256(secret.encode()).hexdigest() != sys.argv[1]:
-    print("SWEEP_EXEC_SECRET is wrong or missing", file=sys.stderr)
-    sys.exit(1)
-with open(sys.argv[2], "a") as marker:
-    marker.write("token issued\\n")
-status = {"token": os.environ["SWEEP_EXEC_TOKEN"]}
-print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", "status": status}))
+    echo "identity provider refused SWEEP_EXEC_SECRET=$SWEEP_EXEC_SECRET" >&2
+    exit 1
+fi
+if [ "$(printf '%s' "$SWEEP_EXEC_SECRET" | sha256sum | cut -d ' ' -f 1)" != "$1" ]; then
+    echo "SWEEP_EXEC_SECRET is wrong or missing" >&2
+    exit 1
+fi
+echo "token issued" >> "$2"
+printf '{"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential", '
+printf '"status": {"token": "%s"}}\\n' "$SWEEP_EXEC_TOKEN"
 """
 
 
@@ -459,8 +462,8 @@ def _user(kind: str, world_root: Path, canaries: Canaries, marker: Path) -> JSON
         return {
             "exec": {
                 "apiVersion": "client.authentication.k8s.io/v1beta1",
-                "command": sys.executable,
-                "args": ["-S", str(world_root / "plugin.py"), digest, str(marker)],
+                "command": "/bin/sh",
+                "args": [str(world_root / "plugin.sh"), digest, str(marker)],
                 "env": [
                     {"name": "SWEEP_EXEC_SECRET", "value": canaries.exec_env},
                     {"name": "SWEEP_EXEC_TOKEN", "value": canaries.exec_token},
@@ -557,7 +560,7 @@ def _scenario_cluster(world: World, name: str, kind: str) -> Cluster:
         if not canaries.client_cert:  # one client certificate, trusted by every emulator of this process
             canaries.client_cert, canaries.client_key = emu.issue_client_certificate(IDENTITY)
             canaries.reference = emu.issue_client_certificate("reference")
-        scenario = apply_scenario(emu, name)
+        scenario = apply_scenario_once(emu, name)  # built once per run, then its state restored
         if name == REMEDIATED:
             _values_in(emu, canaries.values)
         if name == LOGGED:
@@ -582,7 +585,7 @@ def _scenario_cluster(world: World, name: str, kind: str) -> Cluster:
 def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> Iterator[World]:
     root.mkdir(parents=True, exist_ok=True)
     (root / "kubeconfigs").mkdir()
-    (root / "plugin.py").write_text(EXEC_PLUGIN)
+    (root / "plugin.sh").write_text(EXEC_PLUGIN)
     marker = root / "exec-plugin-calls"
     world = World(canaries, root, [], [], marker)
     try:
@@ -606,7 +609,7 @@ def build_world(root: Path, scenario_names: list[str], canaries: Canaries) -> It
         forbidding.knobs.forbid("namespaces", verbs=("get", "list"))
         kc = root / "kubeconfigs"
         exec_fails = {
-            "exec": {**_user("exec", root, canaries, marker)["exec"], "args": ["-S", str(root / "plugin.py"), "fail"]}
+            "exec": {**_user("exec", root, canaries, marker)["exec"], "args": [str(root / "plugin.sh"), "fail"]}
         }
         bad_key = {
             "client-certificate-data": _b64(canaries.client_cert),
@@ -1219,9 +1222,9 @@ def test_what_the_client_logs_while_loading_a_kubeconfig_is_said_again_scrubbed(
     kubeconfig and says them again without the kubeconfig's secrets. Other threads' records pass as they are."""
     from bot.kube.connecting import ClusterTarget, connect
 
-    (tmp_path / "plugin.py").write_text(EXEC_PLUGIN)
+    (tmp_path / "plugin.sh").write_text(EXEC_PLUGIN)
     user = _user("exec", tmp_path, canaries, tmp_path / "marker")
-    user["exec"]["args"] = ["-S", str(tmp_path / "plugin.py"), "fail"]
+    user["exec"]["args"] = [str(tmp_path / "plugin.sh"), "fail"]
     kubeconfig = _kubeconfig(tmp_path / "exec-fails.yaml", "http://127.0.0.1:1", user)
     stop = threading.Event()
 
