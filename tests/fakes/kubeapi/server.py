@@ -958,17 +958,6 @@ class Server(UntracedHTTPServer):
     handshakes = 0  # TLS connections established (what a client that keeps its connections saves)
     _counting = threading.Lock()
 
-    def shutdown(self) -> None:
-        """BaseServer.shutdown without waiting out the accept loop's poll interval (`serve_in_thread`'s is
-        long): until the loop has stopped, a connection to the listener wakes its select, after which it
-        sees the request to stop (a connection it accepted first is one that sends nothing)."""
-        stopping = threading.Thread(target=super().shutdown, name="kube-emulator-shutdown", daemon=True)
-        stopping.start()
-        while stopping.is_alive():
-            with contextlib.suppress(OSError):
-                socket.create_connection(self.server_address[:2], timeout=1).close()
-            stopping.join(0.02)
-
     def finish_request(self, request: Any, client_address: Any) -> None:
         if self.tls is None:
             super().finish_request(request, client_address)
@@ -996,11 +985,8 @@ def make_server(emu: Emulator, host: str = "127.0.0.1", port: int = 0, tls: ssl.
 
 
 def serve_in_thread(server: Server) -> threading.Thread:
-    # the accept loop wakes each poll interval only to look for a request to stop (`Server.shutdown` wakes
-    # it at once): at 0.01 s, the sixty-odd idle emulators of the secrets sweep took about a third of
-    # its test process's CPU, waking 12,000 times a second and contending for the GIL
     thread = threading.Thread(
-        target=untraced(server.serve_forever), kwargs={"poll_interval": 0.5}, name="kube-emulator", daemon=True
+        target=untraced(server.serve_forever), kwargs={"poll_interval": 0.01}, name="kube-emulator", daemon=True
     )
     thread.start()
     return thread
