@@ -662,6 +662,77 @@ def cmd_admission_serve(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
+    """The agents' door: read-only tools over MCP, on stdio (every cluster of the config) or on streamable HTTP
+    behind the config's bearer tokens (each sees only its clusters). Nothing it serves changes a cluster."""
+    import socket
+
+    from bot.kube.registry import ClusterRegistry
+    from bot.mcp.server import http_app, serve_http, serve_stdio
+    from bot.services.agents import AgentTools, Caller
+    from bot.services.limiting import CommandLimits
+    from bot.settings import MCP_TOKEN_MIN_LENGTH
+
+    config, settings = ctx.config, ctx.settings
+    if not config.clusters:
+        raise ConfigError(str(ctx.config_path), "clusters", "nsstuck mcp serves the config's clusters: there are none")
+    tokens: dict[str, Caller] = {}
+    if args.http is not None:
+        if not 0 <= args.http <= 65535:
+            raise UserError("--http must be a port number, 0-65535 (0: any free port)")
+        if not config.mcp.tokens:
+            raise ConfigError(
+                str(ctx.config_path),
+                "mcp.tokens",
+                "--http needs at least one token: mcp: {tokens: [{name, token_env, clusters}]}",
+            )
+        for index, token in enumerate(config.mcp.tokens):
+            value = os.environ.get(token.token_env, "").strip()
+            if len(value) < MCP_TOKEN_MIN_LENGTH:
+                said = "is not set" if not value else f"is shorter than {MCP_TOKEN_MIN_LENGTH} characters"
+                raise ConfigError(
+                    "environment", token.token_env, f"the token of mcp.tokens[{index}] ({token.name}) {said}"
+                )
+            if value in tokens:
+                raise ConfigError("environment", token.token_env, f"the same token as {tokens[value].name}'s")
+            tokens[value] = Caller(token.name, frozenset(token.clusters))
+    limits = CommandLimits(
+        user_per_minute=settings.user_commands_per_minute, channel_per_minute=settings.channel_commands_per_minute
+    )
+    registry = ClusterRegistry.from_config(config, ctx.config_path)
+    tools = AgentTools(
+        config,
+        registry,
+        limits=limits,
+        database=lambda: _migrated_database(ctx),
+        max_answer=_max_answer(ctx),
+        no_progress_after=_no_progress_after(ctx),
+    )
+    try:
+        if args.http is None:
+            serve_stdio(tools, Caller("stdio", frozenset(config.cluster_names)))
+        else:
+            sock = socket.socket(socket.AF_INET6 if ":" in args.address else socket.AF_INET)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind((args.address, args.http))
+                except OSError as e:
+                    raise UserError(f"cannot listen on {args.address}:{args.http}: {e.strerror or e}") from None
+                sock.listen(128)
+                port = sock.getsockname()[1]
+                log.info(
+                    "mcp: serving streamable HTTP on http://%s:%d/mcp for %d token(s)", args.address, port, len(tokens)
+                )
+                serve_http(http_app(tools, tokens, host=args.address), sock)
+            finally:
+                sock.close()
+    finally:
+        registry.close()
+    log.info("mcp: stopped")
+    return 0
+
+
 @contextmanager
 def _without_cycle_collection() -> Iterator[None]:
     """The cyclic garbage collector paused for the `with` block (one diagnosis of a command).
@@ -1346,6 +1417,22 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     _add_output_options(check, schema="nsstuck.clusters/v1")
     check.set_defaults(handler=cmd_clusters_check)
 
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve read-only tools to agents over MCP (stdio, or HTTP with bearer tokens)",
+        description="An MCP server for agents: the read-only tools list_clusters, diagnose, precheck, history and "
+        "explain over the config's clusters. Over stdio (the default) every cluster of the config; with --http "
+        "PORT over streamable HTTP at /mcp, where each request needs a bearer token of the config's mcp.tokens "
+        "and sees only that token's clusters. No tool changes a cluster. Exit 0 on a clean shutdown, 2 on a "
+        "usage or config error.",
+    )
+    mcp.add_argument("--config", type=Path, metavar="PATH", help="the config file (default: $NSSTUCK_CONFIG)")
+    mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port (0: any free one)")
+    mcp.add_argument(
+        "--address", default="127.0.0.1", metavar="ADDR", help="with --http: the address (default 127.0.0.1)"
+    )
+    mcp.set_defaults(handler=cmd_mcp)
+
     completion = commands.add_parser(
         "completion",
         help="print a shell completion script (bash or zsh)",
@@ -1380,7 +1467,7 @@ def _set_up_logging(args: argparse.Namespace, err: TextIO) -> None:
         level, fmt = logs.resolve(
             os.environ,
             flag=args.log_level,
-            default_level="INFO" if args.command in ("serve", "admission") else "WARNING",
+            default_level="INFO" if args.command in ("serve", "admission", "mcp") else "WARNING",
         )
     except logs.LogSettingError as e:
         raise ConfigError("environment", e.variable, str(e)) from None
