@@ -59,6 +59,7 @@ def job_list(
         clock=clock,
         by=replica_name(),
         metrics=metrics,
+        recurrence_after=settings.recurrence_after,
     )
 
     return [

@@ -72,7 +72,13 @@ def record(
 
 
 def record_unasked(
-    db: Database, result: DiagnosisResult, *, requested_by: str, post_channel: str, at: datetime
+    db: Database,
+    result: DiagnosisResult,
+    *,
+    requested_by: str,
+    post_channel: str,
+    at: datetime,
+    recurrence_after: int = RECURRENCE_AFTER,
 ) -> Recorded | None:
     """The watch's run of a terminating namespace, to be posted to `post_channel`, committed with the
     mark that its incident's verdict was posted unasked; None (nothing recorded) when that mark was
@@ -86,7 +92,14 @@ def record_unasked(
         if incident is None or not uow.incidents.claim_watch_post(incident.id, at):
             return None
         return _run(
-            uow, result, incident, stored, trigger="schedule", requested_by=requested_by, post_channel=post_channel
+            uow,
+            result,
+            incident,
+            stored,
+            trigger="schedule",
+            requested_by=requested_by,
+            post_channel=post_channel,
+            recurrence_after=recurrence_after,
         )
 
 

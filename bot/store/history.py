@@ -96,12 +96,13 @@ class HistoryRepository:
         open_only: bool = False,
         limit: int = 20,
         within: Sequence[str] | None = None,
+        cause: str | None = None,
     ) -> list[IncidentRecord]:
         """At most `limit` incidents: the open ones first, then the resolved ones, newest first in each.
         `within`: only these clusters."""
         if limit <= 0:
             return []
-        scope = self._scope(cluster, namespace, within)
+        scope = self._scope(cluster, namespace, within, cause)
         found = list(self._session.scalars(self._page("open", scope, limit)))
         if not open_only and len(found) < limit:
             found.extend(self._session.scalars(self._page("resolved", scope, limit - len(found))))
@@ -184,21 +185,26 @@ class HistoryRepository:
     # -- the summary --------------------------------------------------------------------------
 
     def summary(
-        self, *, cluster: str | None = None, namespace: str | None = None, within: Sequence[str] | None = None
+        self,
+        *,
+        cluster: str | None = None,
+        namespace: str | None = None,
+        within: Sequence[str] | None = None,
+        cause: str | None = None,
     ) -> SummaryRows:
         """Counts by status, cause and cluster, the median time to resolution, the recurring namespaces."""
-        scope = self._scope(cluster, namespace, within)
+        scope = self._scope(cluster, namespace, within, cause)
         count = func.count().label("n")
         # one pass over the scope for the three breakdowns: at most statuses x causes x clusters groups
         by_status: dict[str, int] = {}
         causes: dict[str | None, int] = {}
         clusters: dict[str, int] = {}
         grouped = select(Incident.status, Incident.cause, Incident.cluster, count).where(*scope)
-        for status, cause, name, n in self._session.execute(
+        for status, its_cause, name, n in self._session.execute(
             grouped.group_by(Incident.status, Incident.cause, Incident.cluster)
         ):
             by_status[str(status)] = by_status.get(str(status), 0) + int(n)
-            key = None if cause is None else str(cause)
+            key = None if its_cause is None else str(its_cause)
             causes[key] = causes.get(key, 0) + int(n)
             clusters[str(name)] = clusters.get(str(name), 0) + int(n)
         by_cause = list(causes.items())
@@ -242,7 +248,9 @@ class HistoryRepository:
     # -- helpers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _scope(cluster: str | None, namespace: str | None, within: Sequence[str] | None) -> list[ColumnElement[bool]]:
+    def _scope(
+        cluster: str | None, namespace: str | None, within: Sequence[str] | None, cause: str | None = None
+    ) -> list[ColumnElement[bool]]:
         scope: list[ColumnElement[bool]] = []
         if within is not None:  # an empty IN is false on both dialects: nothing
             scope.append(Incident.cluster.in_(list(within)))
@@ -250,4 +258,6 @@ class HistoryRepository:
             scope.append(Incident.cluster == cluster)
         if namespace is not None:
             scope.append(Incident.namespace == namespace)
+        if cause is not None:
+            scope.append(Incident.cause == cause)
         return scope
