@@ -206,7 +206,8 @@ def seen_before(
                 thread=thread,
             )
         )
-    since = now - timedelta(days=RECURRENCE_DAYS)
+    # first_seen_at is the database writer's clock (this process's), not the cluster's
+    since = datetime.now(UTC) - timedelta(days=RECURRENCE_DAYS)
     count = uow.history.recurrences(cluster=summary.cluster, cause=cause.value, blocker=family, since=since)
     recurrence = None
     if count > recurrence_after:
