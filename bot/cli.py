@@ -385,6 +385,7 @@ def _admission_door(
             probe=probe,
             diagnoser=diagnoser,
             outbox=outbox,
+            recurrence_after=settings.recurrence_after,
         )
         followers.append(events)
         reviewers[cluster.name] = Reviewer(

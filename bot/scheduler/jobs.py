@@ -66,7 +66,14 @@ def job_list(
         Job("repost-unposted-reports", outbox.repost_pending, IntervalTrigger(seconds=settings.repost_seconds)),
         Job(
             "follow-up-open-incidents",
-            partial(follow_up, db, registered=clusters.knows, diagnoser=diagnoser, notifier=notifier),
+            partial(
+                follow_up,
+                db,
+                registered=clusters.knows,
+                diagnoser=diagnoser,
+                notifier=notifier,
+                recurrence_after=settings.recurrence_after,
+            ),
             IntervalTrigger(seconds=settings.follow_up_seconds),
         ),
         Job(

@@ -132,7 +132,14 @@ class HistoryRepository:
     def seen_before(self, *, cluster: str, cause: str, blocker: str, exclude: int, limit: int) -> list[SeenRow]:
         """The newest `limit` other incidents of the cluster with this cause and blocking object family
         (`ix_incidents_cluster_cause_blocker_first_seen_at` read backwards), each with its executed fix."""
-        query = (
+        query = self._seen_query(cluster=cluster, cause=cause, blocker=blocker, exclude=exclude, limit=limit)
+        incidents = [record_of(IncidentRecord, i) for i in self._session.scalars(query)]
+        fixes = self._fixes([i.id for i in incidents])
+        return [SeenRow(incident=i, fix=fixes.get(i.id)) for i in incidents]
+
+    @staticmethod
+    def _seen_query(*, cluster: str, cause: str, blocker: str, exclude: int, limit: int) -> Select[Incident]:
+        return (
             select(Incident)
             .where(
                 Incident.cluster == cluster,
@@ -143,9 +150,6 @@ class HistoryRepository:
             .order_by(Incident.first_seen_at.desc(), Incident.id.desc())
             .limit(limit)
         )
-        incidents = [record_of(IncidentRecord, i) for i in self._session.scalars(query)]
-        fixes = self._fixes([i.id for i in incidents])
-        return [SeenRow(incident=i, fix=fixes.get(i.id)) for i in incidents]
 
     def _fixes(self, incident_ids: list[int]) -> dict[int, Fix]:
         if not incident_ids:
