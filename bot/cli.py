@@ -281,6 +281,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         outage_seconds=settings.db_outage_seconds,
         workers=workers.size,  # one waiting for each worker: the rest wait in answering's queue, bounded
         queue_limit=settings.diagnosis_queue,
+        recurrence_after=settings.recurrence_after,
     )
     remediation = Remediation(
         db,
@@ -384,6 +385,7 @@ def _admission_door(
             probe=probe,
             diagnoser=diagnoser,
             outbox=outbox,
+            recurrence_after=settings.recurrence_after,
         )
         followers.append(events)
         reviewers[cluster.name] = Reviewer(
@@ -812,14 +814,25 @@ def _migrated_database(ctx: Context) -> Database:
 
 
 def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.domain.findings import Cause
     from bot.services.history import MAX_LIMIT, history
     from bot.services.history_text import render_text
 
     if not 1 <= args.limit <= MAX_LIMIT:
         raise UserError(f"--limit must be between 1 and {MAX_LIMIT}")
+    causes = [c.value for c in Cause]
+    if args.cause is not None and args.cause not in causes:
+        raise UserError(f"--cause {args.cause!r} is not a cause; one of: {', '.join(causes)}")
     db = _migrated_database(ctx)
     try:
-        result = history(db, cluster=args.cluster, namespace=args.namespace, open_only=args.open, limit=args.limit)
+        result = history(
+            db,
+            cluster=args.cluster,
+            namespace=args.namespace,
+            open_only=args.open,
+            limit=args.limit,
+            cause=args.cause,
+        )
     finally:
         db.dispose()
     _emit(ctx, args, result.to_json(), lambda: render_text(result))
@@ -1294,6 +1307,7 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     history.add_argument("--cluster", metavar="NAME")
     history.add_argument("--namespace", metavar="NAME")
     history.add_argument("--open", action="store_true", help="only open incidents")
+    history.add_argument("--cause", metavar="CAUSE", help="only incidents of this cause (contract §2's causes)")
     _add_output_options(history, schema="nsstuck.history/v1")
     history.add_argument("--limit", type=int, default=20, metavar="N", help="at most N incidents (default 20)")
     history.set_defaults(handler=cmd_history)

@@ -945,6 +945,9 @@ class Settings(BaseModel):
     http_threads: int = Field(default=32, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
     # minutes a live controller's objects may stand still after their deletion began before it is no longer
     # taken to be at work (then the report says why it is not finishing, or that nothing says why)
+    # "seen before" (issue 39 §3): a cause and blocking object family seen in more incidents than this in 30
+    # days (the new one included) makes the verdict say it recurs, with the lasting fix the cause calls for
+    recurrence_after: int = Field(default=3, ge=1, le=100_000, validation_alias="NSSTUCK_RECURRENCE_AFTER")
     no_progress_minutes: float = Field(default=30.0, gt=0, le=100_000, validation_alias="NSSTUCK_NO_PROGRESS_MINUTES")
     # the `kubernetes` package imported piece by piece (bot/kube/_lazy.py), or whole with false; read by
     # bot.kube from the environment when it is imported (before settings are loaded), validated here

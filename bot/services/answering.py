@@ -28,7 +28,7 @@ from bot.services.health import pool_problems
 from bot.services.metrics import Metrics
 from bot.services.outbox import Outbox
 from bot.services.pools import StartedPool
-from bot.services.recording import Recorded, record
+from bot.services.recording import RECURRENCE_AFTER, Recorded, record
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -57,8 +57,10 @@ class Answering:
         outage_seconds: float,
         workers: int = 4,
         queue_limit: int = 100,
+        recurrence_after: int = RECURRENCE_AFTER,
     ) -> None:
         self.db = db
+        self.recurrence_after = recurrence_after
         self.diagnose = diagnose
         self.outbox = outbox
         self.metrics = metrics
@@ -168,7 +170,14 @@ class Answering:
         told = False
         while True:
             try:
-                return record(self.db, result, trigger="slack", requested_by=user, post_channel=channel)
+                return record(
+                    self.db,
+                    result,
+                    trigger="slack",
+                    requested_by=user,
+                    post_channel=channel,
+                    recurrence_after=self.recurrence_after,
+                )
             except StoreUnavailableError as e:  # the database is down or restarting: the result waits in memory
                 if time.monotonic() + pause > deadline:
                     log.error(
