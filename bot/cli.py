@@ -523,7 +523,7 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
         finally:
             if progress is not None:
                 progress.clear()
-        diagnosis = result.diagnosis
+        diagnosis = _recalled(ctx, result.diagnosis, result.summary.family)
         del result  # the snapshot: not printed, and as large as the report that is about to be encoded
         colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
         _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
@@ -532,6 +532,28 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
         print(f"nsstuck: {args.namespace} on {target.name} is stuck: {cause}", file=ctx.err)
         return STUCK
     return 0
+
+
+def _recalled(ctx: Context, diagnosis: Diagnosis, family: str | None) -> Diagnosis:
+    """With NSSTUCK_DATABASE_URL set, the diagnosis with what that database remembers of the same cause and
+    blocking object (`seen_before`, `recurrence`; issue 39 §3), read only: `diagnose` records nothing. A
+    database that cannot be read is said in one line on stderr, and the report is given without them."""
+    if not os.environ.get("NSSTUCK_DATABASE_URL"):
+        return diagnosis
+    from bot.services.recording import recall
+
+    try:
+        db = _migrated_database(ctx)
+    except NsstuckError as e:
+        print(f"nsstuck: seen before: unknown ({e})", file=ctx.err)
+        return diagnosis
+    try:
+        return recall(db, diagnosis, family, recurrence_after=ctx.settings.recurrence_after)
+    except NsstuckError as e:
+        print(f"nsstuck: seen before: unknown ({e})", file=ctx.err)
+        return diagnosis
+    finally:
+        db.dispose()
 
 
 def _max_answer(ctx: Context) -> int:
@@ -709,6 +731,8 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
         database=lambda: _migrated_database(ctx),
         max_answer=_max_answer(ctx),
         no_progress_after=_no_progress_after(ctx),
+        remember=bool(os.environ.get("NSSTUCK_DATABASE_URL")),
+        recurrence_after=settings.recurrence_after,
     )
     try:
         if args.http is None:

@@ -23,6 +23,7 @@ from bot.services.diagnosing import diagnose_registered
 from bot.services.explaining import explain
 from bot.services.history import MAX_LIMIT, history
 from bot.services.limiting import CommandLimits
+from bot.services.recording import RECURRENCE_AFTER, recall
 
 if TYPE_CHECKING:
     from bot.domain.findings import Diagnosis
@@ -61,7 +62,13 @@ class AgentTools:
         database: Callable[[], Database],
         max_answer: int,
         no_progress_after: float,
+        remember: bool = False,
+        recurrence_after: int = RECURRENCE_AFTER,
     ) -> None:
+        """`remember`: a diagnosis carries what `database` remembers of the same cause and blocking object
+        (`seen_before`, `recurrence`), as `nsstuck diagnose` does with NSSTUCK_DATABASE_URL set."""
+        self.remember = remember
+        self.recurrence_after = recurrence_after
         self.config = config
         self.registry = registry
         self.limits = limits
@@ -202,7 +209,21 @@ class AgentTools:
             max_answer=self.max_answer,
             no_progress_after=self.no_progress_after,
         )
-        return diagnose_registered(self.registry, ClusterName(cluster), namespace, options=options).diagnosis
+        result = diagnose_registered(self.registry, ClusterName(cluster), namespace, options=options)
+        if not self.remember:
+            return result.diagnosis
+        try:
+            db = self.database()
+        except NsstuckError as e:  # the report is given without what the database would have remembered
+            log.warning("mcp: seen before: unknown (%s)", e)
+            return result.diagnosis
+        try:
+            return recall(db, result.diagnosis, result.summary.family, recurrence_after=self.recurrence_after)
+        except NsstuckError as e:
+            log.warning("mcp: seen before: unknown (%s)", e)
+            return result.diagnosis
+        finally:
+            db.dispose()
 
 
 def _only(arguments: Mapping[str, Any], allowed: tuple[str, ...]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -161,24 +161,48 @@ def _with_memory(
 ) -> StoredJson:
     """The report with `seen_before` (empty without a family or a cause) and, past the threshold, the
     recurrence line (issue 39 §3)."""
-    seen, recurrence = seen_before(uow, summary, incident, recurrence_after)
+    seen, recurrence = seen_before(uow, summary, incident.id, recurrence_after)
+    return with_keys(report, _memory_keys(seen, recurrence))
+
+
+def _memory_keys(seen: list[SeenBefore], recurrence: Recurrence | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"seen_before": [s.to_json() for s in seen]}
     if recurrence is not None:
         extra["recurrence"] = recurrence.to_json()
-    return with_keys(report, extra)
+    return extra
+
+
+def recall(
+    db: Database, diagnosis: Diagnosis, family: str | None, *, recurrence_after: int = RECURRENCE_AFTER
+) -> Diagnosis:
+    """Reading only, for a door that records nothing (`nsstuck diagnose`, the MCP door): the diagnosis with
+    the `seen_before` and `recurrence` a recorded report of this terminating namespace carries (`family`: its
+    blocking object family, `Summary.family`); a namespace in any other state is returned as it is. Its own
+    incident, when it is recorded already, is not among the earlier ones; when it is not, the recurrence
+    counts it all the same (as recording it would)."""
+    summary = Summary.of(diagnosis, family=family)
+    if summary.state is not NamespaceState.TERMINATING or not summary.namespace_uid:
+        return diagnosis
+    with db.unit_of_work() as uow:
+        own = uow.incidents.by_namespace_uid(summary.cluster, summary.namespace_uid)
+        seen, recurrence = seen_before(
+            uow, summary, -1 if own is None else own.id, recurrence_after, unrecorded=1 if own is None else 0
+        )
+    return replace(diagnosis, seen_before=tuple(seen), recurrence=recurrence)
 
 
 def seen_before(
-    uow: UnitOfWork, summary: Summary, incident: IncidentRecord, recurrence_after: int
+    uow: UnitOfWork, summary: Summary, exclude: int, recurrence_after: int, *, unrecorded: int = 0
 ) -> tuple[list[SeenBefore], Recurrence | None]:
-    """The earlier incidents of the same cluster, cause and blocking object family, most recent first, and
-    the recurrence when more than `recurrence_after` incidents (this one included) had them in 30 days."""
+    """The earlier incidents of the same cluster, cause and blocking object family (less the incident
+    `exclude`), most recent first, and the recurrence when more than `recurrence_after` incidents (this one
+    included: `unrecorded` when it is not in the database) had them in 30 days."""
     cause, family = summary.cause, summary.family
     if cause is None or family is None:
         return [], None
     now = summary.observed_at
     rows = uow.history.seen_before(
-        cluster=summary.cluster, cause=cause.value, blocker=family, exclude=incident.id, limit=SEEN_LIMIT
+        cluster=summary.cluster, cause=cause.value, blocker=family, exclude=exclude, limit=SEEN_LIMIT
     )
     seen = []
     for row in rows:
@@ -208,7 +232,9 @@ def seen_before(
         )
     # first_seen_at is the database writer's clock (this process's), not the cluster's
     since = datetime.now(UTC) - timedelta(days=RECURRENCE_DAYS)
-    count = uow.history.recurrences(cluster=summary.cluster, cause=cause.value, blocker=family, since=since)
+    count = unrecorded + uow.history.recurrences(
+        cluster=summary.cluster, cause=cause.value, blocker=family, since=since
+    )
     recurrence = None
     if count > recurrence_after:
         text = recurrence_text(cause.value, family, count)

@@ -10,9 +10,11 @@ store's own repositories, and the Slack verdict is rendered from the stored repo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +24,16 @@ from bot.domain.findings import Diagnosis
 from bot.domain.refs import ClusterName
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget
+from bot.kube.registry import ClusterRegistry
+from bot.services.agents import AgentTools, Caller
 from bot.services.diagnosing import DiagnosisResult, diagnose_namespace
+from bot.services.limiting import CommandLimits
 from bot.services.recording import pending_post, record
+from bot.settings import load_config
 from bot.slack import blocks
 from bot.store.database import Database
 from bot.store.models import Incident
+from tests._cli import run_nsstuck
 from tests.fakes.kubeapi.clock import FakeClock
 from tests.fakes.kubeapi.emulator import Emulator
 from tests.fakes.kubeapi.scenarios import apply_scenario_once
@@ -219,3 +226,97 @@ def test_the_recurrence_line_appears_at_the_threshold_and_not_below(database: Da
 def test_without_a_database_the_report_has_no_seen_before(stuck: DiagnosisResult) -> None:
     assert "seen_before" not in stuck.diagnosis.to_json()
     assert "recurrence" not in stuck.diagnosis.to_json()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The same scenario served for the command line (the state restored: the same UIDs as `stuck`'s)."""
+    emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0).start()
+    try:
+        apply_scenario_once(emu, SCENARIO)
+        # its context names the cluster as the verdicts recorded here do
+        yield emu.write_kubeconfig(tmp_path_factory.mktemp("seen-cli") / "kubeconfig", context="emulated")
+    finally:
+        emu.stop()
+
+
+def test_diagnose_with_a_database_reads_what_it_remembers_and_records_nothing(
+    database: Database, stuck: DiagnosisResult, cluster: Path
+) -> None:
+    """`nsstuck diagnose` with NSSTUCK_DATABASE_URL: the same `seen_before` a recorded verdict carries (read
+    only: no incident or run is added), the recurrence counting this namespace as recording it would, and the
+    text output's "Seen before" lines; a database it cannot read is one line on stderr, and the report is
+    given without the keys."""
+    itself = record(database, _earlier(stuck, "uid-itself"), trigger="schedule", requested_by="schedule")
+    assert itself.incident_id
+    _thread(database, itself.incident_id, "1764100000.000200")
+    with database.unit_of_work() as uow:
+        assert uow.incidents.resolve(itself.incident_id, datetime.now(UTC))
+    record(database, _earlier(stuck, "uid-open"), trigger="schedule", requested_by="schedule")
+    env = {"NSSTUCK_DATABASE_URL": database.url, "NSSTUCK_RECURRENCE_AFTER": "2"}
+    with database.unit_of_work() as uow:
+        before = len(uow.history.recent(limit=100))
+
+    done = run_nsstuck("diagnose", "--kubeconfig", str(cluster), "--json", NAMESPACE, env=env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [s["ended_by"]["what"] for s in report["seen_before"]] == ["still_open", "resolved_by_itself"]
+    assert report["recurrence"]["incidents"] == 3  # the two recorded, and this one
+    with database.unit_of_work() as uow:
+        assert len(uow.history.recent(limit=100)) == before  # read only
+
+    text = run_nsstuck("diagnose", "--kubeconfig", str(cluster), NAMESPACE, env=env)
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    at = lines.index("Seen before (same cluster, cause and blocking object):")
+    assert lines[at + 1].startswith(f"  - incident {report['seen_before'][0]['incident']}, ")
+    assert lines[at + 2].endswith(
+        "resolved by itself (https://slack.com/app_redirect?channel=C0SEEN0001&message_ts=1764100000.000200)"
+    )
+    assert any(line.startswith("APIService v1beta1.metrics.k8s.io has failed 3 times in 30 days") for line in lines)
+
+
+def test_diagnose_with_a_database_it_cannot_read_says_so_and_reports_all_the_same(
+    cluster: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty.db"
+    env = {"NSSTUCK_DATABASE_URL": f"sqlite:///{empty}"}
+    done = run_nsstuck("diagnose", "--kubeconfig", str(cluster), "--json", NAMESPACE, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "seen_before" not in json.loads(done.stdout)
+    [said] = [line for line in done.stderr.splitlines() if "seen before" in line]
+    assert said.startswith("nsstuck: seen before: unknown (")
+    assert "nsstuck db upgrade" in said
+
+
+def test_the_mcp_diagnose_tool_carries_what_the_database_remembers(
+    database: Database, stuck: DiagnosisResult, cluster: Path, tmp_path: Path
+) -> None:
+    """The agents' door (issue 39 §2 and §3): its `diagnose` answer names the earlier incident as the CLI's does."""
+    fixed = record(database, _earlier(stuck, "uid-fixed"), trigger="slack", requested_by="U0ASKER")
+    assert fixed.incident_id
+    config = tmp_path / "nsstuck.yaml"
+    config.write_text(f"clusters:\n  - name: emulated\n    kubeconfig: {cluster}\n")
+    app = load_config(config)
+    registry = ClusterRegistry.from_config(app, config)
+    tools = AgentTools(
+        app,
+        registry,
+        limits=CommandLimits(user_per_minute=20, channel_per_minute=60),
+        database=lambda: Database(database.url),
+        max_answer=1 << 20,
+        no_progress_after=1800.0,
+        remember=True,
+    )
+    try:
+        asked = {"cluster": "emulated", "namespace": NAMESPACE}
+        report = tools.call(Caller("holmes", frozenset({"emulated"})), "diagnose", asked)
+    finally:
+        registry.close()
+    assert [s["incident"] for s in report["seen_before"]] == [fixed.incident_id]
+    env = {"NSSTUCK_DATABASE_URL": database.url}
+    cli = json.loads(run_nsstuck("diagnose", "--kubeconfig", str(cluster), "--json", NAMESPACE, env=env).stdout)
+    # the same, apart from the durations each derives from its own observed_at
+    assert [{**s, "stuck_for_seconds": 0} for s in report["seen_before"]] == [
+        {**s, "stuck_for_seconds": 0} for s in cli["seen_before"]
+    ]
