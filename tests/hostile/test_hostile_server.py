@@ -390,6 +390,7 @@ def _slow(cluster: Cluster, command: str, answer: Answer, request: pytest.Fixtur
     return elapsed
 
 
+@pytest.mark.timeout(len(CASES) * 10)  # the first test of a kind of read: its setup runs the whole batch
 def test_unbroken_the_cluster_gives_what_the_suite_breaks(cluster: Cluster, batch: dict[str, Outcome]) -> None:
     """Without a rule: precheck says it would get stuck (4, complete), the diagnosis is complete and names
     the Kiali object; what the rules then break is what a report rests on."""
