@@ -79,3 +79,38 @@ def test_history_answers_as_the_cli_within_the_callers_clusters(database_url: st
     assert got == expected
     assert "unknown cluster 'beta'" in refusal(beta)
     assert "limit must be" in refusal(bad)
+
+
+def test_calls_over_the_slash_commands_limits_are_refused_in_words(tmp_path: Path) -> None:
+    """The door holds each token to NSSTUCK_USER_COMMANDS_PER_MINUTE (here 2) and the whole door to the
+    channel limit, as the slash commands are held; a refused call does no work (list_clusters needs no
+    cluster or database, so what is counted is the limit alone)."""
+    config = tmp_path / "nsstuck.yaml"
+    config.write_text(CONFIG)
+    app = load_config(config)
+    registry = ClusterRegistry.from_config(app, config)
+    tools = AgentTools(
+        app,
+        registry,
+        limits=CommandLimits(user_per_minute=2, channel_per_minute=3),
+        database=lambda: Database(f"sqlite:///{tmp_path / 'never.db'}"),
+        max_answer=1 << 20,
+        no_progress_after=1800.0,
+    )
+
+    async def run() -> list[Any]:
+        results = []
+        for name in ("holmes", "holmes", "holmes", "kagent", "kagent"):
+            async with Client(build_server(tools, stdio_caller=Caller(name, frozenset({"alpha"})))) as client:
+                results.append(await client.call_tool("list_clusters", {}))
+        return results
+
+    try:
+        first, second, third, other, over_door = anyio.run(run)
+    finally:
+        registry.close()
+    assert answer(first) == answer(second) == {"clusters": [{"name": "alpha", "watched": False}]}
+    assert "rate limit: this token asked too often in the last minute" in refusal(third)
+    assert answer(other)["clusters"] == [{"name": "alpha", "watched": False}]  # another token's own count
+    assert "rate limit: this server asked too often in the last minute" in refusal(over_door)
+    assert not (tmp_path / "never.db").exists()
