@@ -100,6 +100,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
 def _healthcheck_command() -> list[str]:
     args = next(ins.args for ins in _final_stage() if ins.name == "HEALTHCHECK")
     command = json.loads(args.split("CMD", 1)[1])
@@ -200,11 +208,15 @@ def test_the_installed_wheel_serves_and_passes_the_health_check(
     with log.open("w") as out:
         process = subprocess.Popen([str(nsstuck), "serve"], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
+        # waited for from here (an interpreter started every 0.2 s while serve starts cost a second of CPU
+        # or more on a loaded machine); then the HEALTHCHECK's own command must pass
         deadline = time.monotonic() + 30
-        while subprocess.run(check, env=env, capture_output=True, timeout=30, check=False).returncode != 0:
+        while not _answers(f"http://127.0.0.1:{port}/healthz"):
             assert process.poll() is None, f"serve stopped:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"no healthy answer in 30 s:\n{log.read_text()}"
             time.sleep(0.2)
+        passed = subprocess.run(check, env=env, capture_output=True, text=True, timeout=30, check=False)
+        assert passed.returncode == 0, passed.stderr + log.read_text()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as response:
             assert response.status == 200
     finally:
