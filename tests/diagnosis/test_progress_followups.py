@@ -104,7 +104,8 @@ def kube(built: EmulatorState) -> Iterator[Emulator]:
 
 @pytest.fixture
 def target(kube: Emulator, tmp_path: Path) -> ClusterTarget:
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    # the plain HTTP listener: what the services see does not depend on TLS, which cost CPU on both ends
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", tls=False)
     return ClusterTarget(name=CLUSTER, kubeconfig=kubeconfig)
 
 
