@@ -12,10 +12,10 @@ import time
 import traceback
 import unicodedata
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.fakes.quickparse import QuickParsing
 from tests.fakes.tracing import UntracedHTTPServer, untraced
 
 from . import discovery, events_v1, openapi, podlogs, protobuf, rbac, tables
@@ -171,7 +171,7 @@ def recorded_warnings(texts: list[str]) -> list[str]:
     return out
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(QuickParsing):
     protocol_version = "HTTP/1.1"
     server_version = "kube-emulator"
     sys_version = ""
