@@ -184,3 +184,13 @@ def test_a_shutdown_asked_before_the_loop_runs_ends_it_at_once() -> None:
         assert not stopper.is_alive()
     finally:
         server.server_close()
+
+
+def test_a_port_in_use_is_the_bind_error_it_was() -> None:
+    taken = UntracedHTTPServer(("127.0.0.1", 0), _Hello)
+    try:
+        with pytest.raises(OSError) as refused:
+            UntracedHTTPServer(("127.0.0.1", taken.server_address[1]), _Hello)
+        assert refused.value.errno is not None  # EADDRINUSE, not a failure of the server's own close
+    finally:
+        taken.server_close()

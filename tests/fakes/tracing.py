@@ -97,8 +97,10 @@ class UntracedHTTPServer(ThreadingHTTPServer):
 
     def server_close(self) -> None:
         super().server_close()
-        self._wake_read.close()
-        self._wake_write.close()
+        # also called by TCPServer.__init__ when the bind fails, before the pair exists
+        for end in (getattr(self, "_wake_read", None), getattr(self, "_wake_write", None)):
+            if end is not None:
+                end.close()
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         sys.settrace(None)
