@@ -985,9 +985,7 @@ def make_server(emu: Emulator, host: str = "127.0.0.1", port: int = 0, tls: ssl.
 
 
 def serve_in_thread(server: Server) -> threading.Thread:
-    thread = threading.Thread(
-        target=untraced(server.serve_forever), kwargs={"poll_interval": 0.01}, name="kube-emulator", daemon=True
-    )
+    thread = threading.Thread(target=untraced(server.serve_forever), name="kube-emulator", daemon=True)
     thread.start()
     return thread
 

@@ -102,7 +102,6 @@ class WebApiServer:
         self.state.base_url = self.url
         self._thread = threading.Thread(
             target=untraced(httpd.serve_forever),
-            kwargs={"poll_interval": 0.05},
             name="slack-emulator-http",
             daemon=True,
         )
