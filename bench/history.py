@@ -10,7 +10,12 @@ each query is timed `--runs` times (p50 and p99, milliseconds):
 - `history <cluster>`: the whole `/nsstuck history <cluster>` use case, list and summary (the target:
   p99 under 50 ms on PostgreSQL);
 - `list <cluster>`: the list only (open first, newest first, 20 rows, and their run counts);
-- `history <cluster> <namespace>`, `history` (every cluster), and the summary of every cluster.
+- `history <cluster> <namespace>`, `history` (every cluster), and the summary of every cluster;
+- `seen before (verdict)`: what recording a verdict adds (issue 39 §3), the three earlier incidents of the
+  cluster's most frequent cause and blocking object family with their fixes, and the count of that cause and
+  family in 30 days (the target: p99 under 20 ms on both databases), printed beside
+  `baseline: one incident by id` in the same run, a unit of work that reads one row by its primary key (what
+  any query costs here at least).
 
 PostgreSQL comes from NSSTUCK_TEST_POSTGRES_URL, or a throw-away server started with
 scripts/pg-test-server (and stopped at the end). The plan of the `list <cluster>` queries on
@@ -62,6 +67,17 @@ CLUSTERS = [f"prod-{region}" for region in ("eu", "us", "ap", "sa", "af")] + [
     f"stage-{region}" for region in ("eu", "us", "ap", "sa", "af")
 ]
 TARGET_MS = 50.0
+SEEN_TARGET_MS = 20.0
+# the blocking object families of each cause (`bot.diagnosis.family`), the first the most frequent; the causes
+# without a family (pvc_in_use, deletion_error, unknown) have none
+FAMILIES = {
+    "orphaned_finalizer": ("finalizer:kiali.io/finalizer", "finalizer:example.com/cleanup", "finalizer:cert-manager"),
+    "apiservice_unavailable": ("apiservice:v1beta1.metrics.k8s.io", "apiservice:v1beta1.custom.metrics.k8s.io"),
+    "namespace_finalizer": ("finalizer:controller.cattle.io/namespace-auth",),
+    "webhook_blocks_delete": ("webhook:ValidatingWebhookConfiguration/kyverno-resource",),
+    "pod_on_lost_node": ("nodepool:cloud.google.com/gke-nodepool=spot", "node:node-7"),
+    "discovery_failure": ("groupversion:external.metrics.k8s.io/v1beta1",),
+}
 EPOCH = datetime(2025, 11, 21, tzinfo=UTC)
 SQLITE_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
@@ -83,9 +99,11 @@ def generate(incidents: int, runs: int, seed: int = 6) -> tuple[list[tuple[Any, 
         resolved = None if is_open else (since or first_seen) + timedelta(seconds=int(rng.lognormvariate(9, 1.2)))
         cause = rng.choices(causes, weights)[0]
         thread = (f"C{rng.randrange(10**8):08d}", f"{int(first_seen.timestamp())}.{i % 1000000:06d}")
+        families = FAMILIES.get(cause or "", ())
+        blocker = (families[0] if rng.random() < 0.6 else rng.choice(families)) if families else None
         incident_rows.append(
             (i, cluster, namespace, uuid.UUID(int=rng.getrandbits(128)).hex, "open" if is_open else "resolved",
-             cause, since, first_seen, resolved, thread[0], thread[1], first_seen, resolved or first_seen)
+             cause, since, first_seen, resolved, thread[0], thread[1], first_seen, resolved or first_seen, blocker)
         )  # fmt: skip
         places.append((cluster, namespace, first_seen))
     run_rows = []
@@ -104,7 +122,7 @@ def generate(incidents: int, runs: int, seed: int = 6) -> tuple[list[tuple[Any, 
 
 INCIDENT_COLUMNS = (
     "id, cluster, namespace, namespace_uid, status, cause, terminating_since, first_seen_at, resolved_at, "
-    "slack_channel, slack_thread_ts, created_at, updated_at"
+    "slack_channel, slack_thread_ts, created_at, updated_at, blocker"
 )
 RUN_COLUMNS = (
     "id, incident_id, cluster, namespace, trigger, requested_by, started_at, duration_ms, state, cause, "
@@ -167,12 +185,19 @@ def timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
 
 
 def explain(db: Database, cluster: str) -> list[str]:
-    """PostgreSQL's plans of the two list queries (open, then resolved) for one cluster."""
+    """PostgreSQL's plans of the two list queries (open, then resolved) for one cluster, and of the
+    verdict's seen-before query."""
     plans = []
     with db.unit_of_work() as uow:
         repository = HistoryRepository(uow.session)
-        for status in ("open", "resolved"):
-            statement = repository._page(status, repository._scope(cluster, None, None), 20)
+        seen = repository._seen_query(
+            cluster=cluster, cause="orphaned_finalizer", blocker=FAMILIES["orphaned_finalizer"][0], exclude=0, limit=3
+        )
+        for status, statement in (
+            ("open", repository._page("open", repository._scope(cluster, None, None), 20)),
+            ("resolved", repository._page("resolved", repository._scope(cluster, None, None), 20)),
+            ("seen before", seen),
+        ):
             sql = statement.compile(uow.session.get_bind(), compile_kwargs={"literal_binds": True})
             rows = uow.session.execute(text(f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}"))
             plans.append(f"-- {status}\n" + "\n".join(str(row[0]) for row in rows))
@@ -195,7 +220,22 @@ def measure(db: Database, runs: int) -> dict[str, Any]:
         with db.unit_of_work() as uow:
             HistoryRepository(uow.session).summary()
 
+    cause, family = "orphaned_finalizer", FAMILIES["orphaned_finalizer"][0]  # the most frequent pair
+    since = EPOCH + timedelta(days=365 - 30)
+
+    def seen_before() -> None:
+        with db.unit_of_work() as uow:
+            repository = HistoryRepository(uow.session)
+            repository.seen_before(cluster=cluster, cause=cause, blocker=family, exclude=0, limit=3)
+            repository.recurrences(cluster=cluster, cause=cause, blocker=family, since=since)
+
+    def baseline() -> None:
+        with db.unit_of_work() as uow:
+            uow.incidents.get(1)
+
     return {
+        "baseline: one incident by id": timed(baseline, runs),
+        "seen before (verdict)": timed(seen_before, runs),
         f"history {cluster}": timed(lambda: history(db, cluster=cluster), runs),
         f"list {cluster}": timed(list_only, runs),
         f"history {cluster} {namespace}": timed(lambda: history(db, cluster=cluster, namespace=namespace), runs),
@@ -269,6 +309,15 @@ def main(argv: list[str] | None = None) -> int:
             f"< {TARGET_MS:.0f} ms",
         )
     ]
+    for backend in ("sqlite", "postgresql"):
+        seen, base = (figures[backend]["queries"][q] for q in ("seen before (verdict)", "baseline: one incident by id"))
+        checks.append(
+            (
+                f"the verdict's seen before on {backend}, p99 {seen['p99_ms']} ms (baseline p99 {base['p99_ms']} ms)",
+                seen["p99_ms"] < SEEN_TARGET_MS,
+                f"< {SEEN_TARGET_MS:.0f} ms",
+            )
+        )
     print()
     return finish(figures, checks, args.json)
 

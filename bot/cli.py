@@ -281,6 +281,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
         outage_seconds=settings.db_outage_seconds,
         workers=workers.size,  # one waiting for each worker: the rest wait in answering's queue, bounded
         queue_limit=settings.diagnosis_queue,
+        recurrence_after=settings.recurrence_after,
     )
     remediation = Remediation(
         db,
@@ -384,6 +385,7 @@ def _admission_door(
             probe=probe,
             diagnoser=diagnoser,
             outbox=outbox,
+            recurrence_after=settings.recurrence_after,
         )
         followers.append(events)
         reviewers[cluster.name] = Reviewer(
@@ -521,7 +523,7 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
         finally:
             if progress is not None:
                 progress.clear()
-        diagnosis = result.diagnosis
+        diagnosis = _recalled(ctx, result.diagnosis, result.summary.family)
         del result  # the snapshot: not printed, and as large as the report that is about to be encoded
         colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
         _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
@@ -530,6 +532,28 @@ def cmd_diagnose(args: argparse.Namespace, ctx: Context) -> int:
         print(f"nsstuck: {args.namespace} on {target.name} is stuck: {cause}", file=ctx.err)
         return STUCK
     return 0
+
+
+def _recalled(ctx: Context, diagnosis: Diagnosis, family: str | None) -> Diagnosis:
+    """With NSSTUCK_DATABASE_URL set, the diagnosis with what that database remembers of the same cause and
+    blocking object (`seen_before`, `recurrence`; issue 39 §3), read only: `diagnose` records nothing. A
+    database that cannot be read is said in one line on stderr, and the report is given without them."""
+    if not os.environ.get("NSSTUCK_DATABASE_URL"):
+        return diagnosis
+    from bot.services.recording import recall
+
+    try:
+        db = _migrated_database(ctx)
+    except NsstuckError as e:
+        print(f"nsstuck: seen before: unknown ({e})", file=ctx.err)
+        return diagnosis
+    try:
+        return recall(db, diagnosis, family, recurrence_after=ctx.settings.recurrence_after)
+    except NsstuckError as e:
+        print(f"nsstuck: seen before: unknown ({e})", file=ctx.err)
+        return diagnosis
+    finally:
+        db.dispose()
 
 
 def _max_answer(ctx: Context) -> int:
@@ -662,6 +686,79 @@ def cmd_admission_serve(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
+    """The agents' door: read-only tools over MCP, on stdio (every cluster of the config) or on streamable HTTP
+    behind the config's bearer tokens (each sees only its clusters). Nothing it serves changes a cluster."""
+    import socket
+
+    from bot.kube.registry import ClusterRegistry
+    from bot.mcp.server import http_app, serve_http, serve_stdio
+    from bot.services.agents import AgentTools, Caller
+    from bot.services.limiting import CommandLimits
+    from bot.settings import MCP_TOKEN_MIN_LENGTH
+
+    config, settings = ctx.config, ctx.settings
+    if not config.clusters:
+        raise ConfigError(str(ctx.config_path), "clusters", "nsstuck mcp serves the config's clusters: there are none")
+    tokens: dict[str, Caller] = {}
+    if args.http is not None:
+        if not 0 <= args.http <= 65535:
+            raise UserError("--http must be a port number, 0-65535 (0: any free port)")
+        if not config.mcp.tokens:
+            raise ConfigError(
+                str(ctx.config_path),
+                "mcp.tokens",
+                "--http needs at least one token: mcp: {tokens: [{name, token_env, clusters}]}",
+            )
+        for index, token in enumerate(config.mcp.tokens):
+            value = os.environ.get(token.token_env, "").strip()
+            if len(value) < MCP_TOKEN_MIN_LENGTH:
+                said = "is not set" if not value else f"is shorter than {MCP_TOKEN_MIN_LENGTH} characters"
+                raise ConfigError(
+                    "environment", token.token_env, f"the token of mcp.tokens[{index}] ({token.name}) {said}"
+                )
+            if value in tokens:
+                raise ConfigError("environment", token.token_env, f"the same token as {tokens[value].name}'s")
+            tokens[value] = Caller(token.name, frozenset(token.clusters))
+    limits = CommandLimits(
+        user_per_minute=settings.user_commands_per_minute, channel_per_minute=settings.channel_commands_per_minute
+    )
+    registry = ClusterRegistry.from_config(config, ctx.config_path)
+    tools = AgentTools(
+        config,
+        registry,
+        limits=limits,
+        database=lambda: _migrated_database(ctx),
+        max_answer=_max_answer(ctx),
+        no_progress_after=_no_progress_after(ctx),
+        remember=bool(os.environ.get("NSSTUCK_DATABASE_URL")),
+        recurrence_after=settings.recurrence_after,
+    )
+    try:
+        if args.http is None:
+            serve_stdio(tools, Caller("stdio", frozenset(config.cluster_names)))
+        else:
+            sock = socket.socket(socket.AF_INET6 if ":" in args.address else socket.AF_INET)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind((args.address, args.http))
+                except OSError as e:
+                    raise UserError(f"cannot listen on {args.address}:{args.http}: {e.strerror or e}") from None
+                sock.listen(128)
+                port = sock.getsockname()[1]
+                log.info(
+                    "mcp: serving streamable HTTP on http://%s:%d/mcp for %d token(s)", args.address, port, len(tokens)
+                )
+                serve_http(http_app(tools, tokens, host=args.address), sock)
+            finally:
+                sock.close()
+    finally:
+        registry.close()
+    log.info("mcp: stopped")
+    return 0
+
+
 @contextmanager
 def _without_cycle_collection() -> Iterator[None]:
     """The cyclic garbage collector paused for the `with` block (one diagnosis of a command).
@@ -741,14 +838,25 @@ def _migrated_database(ctx: Context) -> Database:
 
 
 def cmd_history(args: argparse.Namespace, ctx: Context) -> int:
+    from bot.domain.findings import Cause
     from bot.services.history import MAX_LIMIT, history
     from bot.services.history_text import render_text
 
     if not 1 <= args.limit <= MAX_LIMIT:
         raise UserError(f"--limit must be between 1 and {MAX_LIMIT}")
+    causes = [c.value for c in Cause]
+    if args.cause is not None and args.cause not in causes:
+        raise UserError(f"--cause {args.cause!r} is not a cause; one of: {', '.join(causes)}")
     db = _migrated_database(ctx)
     try:
-        result = history(db, cluster=args.cluster, namespace=args.namespace, open_only=args.open, limit=args.limit)
+        result = history(
+            db,
+            cluster=args.cluster,
+            namespace=args.namespace,
+            open_only=args.open,
+            limit=args.limit,
+            cause=args.cause,
+        )
     finally:
         db.dispose()
     _emit(ctx, args, result.to_json(), lambda: render_text(result))
@@ -1223,6 +1331,7 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     history.add_argument("--cluster", metavar="NAME")
     history.add_argument("--namespace", metavar="NAME")
     history.add_argument("--open", action="store_true", help="only open incidents")
+    history.add_argument("--cause", metavar="CAUSE", help="only incidents of this cause (contract §2's causes)")
     _add_output_options(history, schema="nsstuck.history/v1")
     history.add_argument("--limit", type=int, default=20, metavar="N", help="at most N incidents (default 20)")
     history.set_defaults(handler=cmd_history)
@@ -1346,6 +1455,22 @@ def build_parser(prog: str = "nsstuck") -> argparse.ArgumentParser:
     _add_output_options(check, schema="nsstuck.clusters/v1")
     check.set_defaults(handler=cmd_clusters_check)
 
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve read-only tools to agents over MCP (stdio, or HTTP with bearer tokens)",
+        description="An MCP server for agents: the read-only tools list_clusters, diagnose, precheck, history and "
+        "explain over the config's clusters. Over stdio (the default) every cluster of the config; with --http "
+        "PORT over streamable HTTP at /mcp, where each request needs a bearer token of the config's mcp.tokens "
+        "and sees only that token's clusters. No tool changes a cluster. Exit 0 on a clean shutdown, 2 on a "
+        "usage or config error.",
+    )
+    mcp.add_argument("--config", type=Path, metavar="PATH", help="the config file (default: $NSSTUCK_CONFIG)")
+    mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port (0: any free one)")
+    mcp.add_argument(
+        "--address", default="127.0.0.1", metavar="ADDR", help="with --http: the address (default 127.0.0.1)"
+    )
+    mcp.set_defaults(handler=cmd_mcp)
+
     completion = commands.add_parser(
         "completion",
         help="print a shell completion script (bash or zsh)",
@@ -1380,7 +1505,7 @@ def _set_up_logging(args: argparse.Namespace, err: TextIO) -> None:
         level, fmt = logs.resolve(
             os.environ,
             flag=args.log_level,
-            default_level="INFO" if args.command in ("serve", "admission") else "WARNING",
+            default_level="INFO" if args.command in ("serve", "admission", "mcp") else "WARNING",
         )
     except logs.LogSettingError as e:
         raise ConfigError("environment", e.variable, str(e)) from None

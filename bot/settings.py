@@ -396,11 +396,44 @@ class DigestConfig(_Strict):
         return self.name or f"{self.channel} {self.schedule} {self.timezone}"
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_MCP_TOKEN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+MCP_TOKEN_MIN_LENGTH = 16
+
+
+def _check_env_name(value: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise ValueError(f"{_shown(value)} is not an environment variable name (letters, digits, '_')")
+    return value
+
+
+def _check_mcp_token_name(value: str) -> str:
+    if not _MCP_TOKEN_NAME.match(value):
+        raise ValueError(f"{_shown(value)} is not a token name (letters, digits, '.', '_', '-'; at most 63)")
+    return value
+
+
+class McpTokenConfig(_Strict):
+    """A bearer token of `nsstuck mcp --http`: its name (logged with every call; the token never is), the
+    environment variable that holds it, and the only clusters it may see."""
+
+    name: Annotated[str, AfterValidator(_check_mcp_token_name)]
+    token_env: Annotated[str, AfterValidator(_check_env_name)]
+    clusters: tuple[str, ...] = Field(min_length=1)
+
+
+class McpConfig(_Strict):
+    """The MCP door (`nsstuck mcp`): over HTTP, only these tokens get in."""
+
+    tokens: tuple[McpTokenConfig, ...] = ()
+
+
 class AppConfig(_Strict):
     """The whole config file."""
 
     clusters: tuple[ClusterConfig, ...] = ()
     digests: tuple[DigestConfig, ...] = ()
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
     @field_validator("clusters")
     @classmethod
@@ -435,6 +468,31 @@ class AppConfig(_Strict):
                 if name not in known:
                     raise _KeyedError(
                         ("digests", d_index, "clusters", c_index),
+                        f"unknown cluster {_shown(name)} (not in clusters:)",
+                    )
+        return self
+
+    @model_validator(mode="after")
+    def _mcp_tokens_name_known_clusters(self) -> AppConfig:
+        known = {c.name for c in self.clusters}
+        names: dict[str, int] = {}
+        variables: dict[str, int] = {}
+        for t_index, token in enumerate(self.mcp.tokens):
+            if token.name in names:
+                raise _KeyedError(
+                    ("mcp", "tokens", t_index, "name"),
+                    f"duplicate token name (already mcp.tokens[{names[token.name]}])",
+                )
+            if token.token_env in variables:
+                raise _KeyedError(
+                    ("mcp", "tokens", t_index, "token_env"),
+                    f"the same variable as mcp.tokens[{variables[token.token_env]}]: each token needs its own",
+                )
+            names[token.name] = variables[token.token_env] = t_index
+            for c_index, name in enumerate(token.clusters):
+                if name not in known:
+                    raise _KeyedError(
+                        ("mcp", "tokens", t_index, "clusters", c_index),
                         f"unknown cluster {_shown(name)} (not in clusters:)",
                     )
         return self
@@ -887,6 +945,9 @@ class Settings(BaseModel):
     http_threads: int = Field(default=32, ge=1, le=1_000, validation_alias="NSSTUCK_HTTP_THREADS")
     # minutes a live controller's objects may stand still after their deletion began before it is no longer
     # taken to be at work (then the report says why it is not finishing, or that nothing says why)
+    # "seen before" (issue 39 §3): a cause and blocking object family seen in more incidents than this in 30
+    # days (the new one included) makes the verdict say it recurs, with the lasting fix the cause calls for
+    recurrence_after: int = Field(default=3, ge=1, le=100_000, validation_alias="NSSTUCK_RECURRENCE_AFTER")
     no_progress_minutes: float = Field(default=30.0, gt=0, le=100_000, validation_alias="NSSTUCK_NO_PROGRESS_MINUTES")
     # the `kubernetes` package imported piece by piece (bot/kube/_lazy.py), or whole with false; read by
     # bot.kube from the environment when it is imported (before settings are loaded), validated here

@@ -5,10 +5,17 @@ One emulated cluster per seed article (tests/fakes/kubeapi scenarios), the Slack
 channel and thread are printed. Then a remediation on seed002, the one cluster with approvers:
 alice requests the first remedy, her own approval is refused, bob approves, and the thread shows the
 change and its verified outcome.
+
+    PYTHONPATH=. .venv/bin/python scripts/demo.py [--scenario-states DIR]
+
+Each cluster is built from its scenario (`apply_scenario_once`); with `--scenario-states`, a state a test
+run saved in DIR (tests/fakes/kubeapi/state_files.py) is restored instead of built again, as the test of
+the demo does with its run's folder (`tests/demo/test_demo.py`).
 """
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -16,8 +23,8 @@ from pathlib import Path
 
 from bot.store import migrating
 from tests.approvals._flow import Flow
-from tests.fakes.kubeapi import Emulator, FakeClock
-from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario, run_for
+from tests.fakes.kubeapi import Emulator, FakeClock, state_files
+from tests.fakes.kubeapi.scenarios import SCENARIOS, apply_scenario_once, run_for
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.driver import HttpDriver
 from tests.fakes.slackapi.pytest_plugin import ALICE, APPROVERS, BOB, OPS_CHANNEL, populate_workspace
@@ -35,13 +42,18 @@ DEMO = [
 REMEDIATE = ("seed002", "remove_finalizer")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the real bot against the emulators: the demo conversation")
+    parser.add_argument("--scenario-states", type=Path, help="a test run's folder of saved scenario states")
+    args = parser.parse_args(argv)
+    if args.scenario_states is not None:
+        state_files.share_states_in(args.scenario_states)
     work = Path(tempfile.mkdtemp(prefix="nsstuck-demo-"))
     clusters = []
     lines = ["clusters:"]
     for name, scenario in DEMO:
         emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0).start()
-        apply_scenario(emu, scenario)
+        apply_scenario_once(emu, scenario)
         emu.write_kubeconfig(work / f"{name}.kubeconfig", context=name)
         lines.append(f"  - name: {name}\n    kubeconfig: {name}.kubeconfig")
         if name == REMEDIATE[0]:

@@ -41,12 +41,20 @@ def run_nsstuck(
     variables) in `cwd` (the repository): in this process, or in a child one with `process`."""
     if process or "serve" in args:
         return run_nsstuck_process(*args, env=env, cwd=cwd)
+    done = run_in_this_process(*args, env=env, cwd=cwd)
+    assert_no_resource_warning(done.stderr, "nsstuck " + " ".join(args))
+    return done
+
+
+def run_in_this_process(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`run_nsstuck` without its assertion on stderr: what the command gave, for a caller that checks it
+    itself (tests/hostile/_batch.py, which runs many commands in one process)."""
     with _as_a_fresh_process(env, cwd or REPO):
         out, err = io.StringIO(), io.StringIO()
         code = _main(list(args), out, err)
-    done = subprocess.CompletedProcess(["nsstuck", *args], code, out.getvalue(), err.getvalue())
-    assert_no_resource_warning(done.stderr, "nsstuck " + " ".join(args))
-    return done
+    return subprocess.CompletedProcess(["nsstuck", *args], code, out.getvalue(), err.getvalue())
 
 
 def run_nsstuck_process(

@@ -15,4 +15,9 @@ PYTHON: tuple[str, ...] = (sys.executable, "-W", "error::ResourceWarning")
 
 def assert_no_resource_warning(output: str, what: str) -> None:
     """Fail when a child's output shows a resource it left open."""
-    assert "ResourceWarning" not in output, f"{what} left a resource open:\n{output[-4000:]}"
+    at = output.find("ResourceWarning")
+    if at < 0:
+        return
+    start = output.rfind("Exception ignored", 0, at)
+    start = max(0, at - 1500) if start < 0 else start
+    raise AssertionError(f"{what} left a resource open:\n{output[start : at + 1500]}")

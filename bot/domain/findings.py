@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.domain.durations import human_seconds
 from bot.domain.refs import ClusterName, ObjectRef
+from bot.domain.seen import Recurrence, SeenBefore
 
 REPORT_SCHEMA = "nsstuck.diagnosis/v1"
 
@@ -471,6 +472,10 @@ class Diagnosis:
     deletion_timestamp: datetime | None = None
     # an Active namespace whose snapshot was collected for it: would deleting it now get stuck?
     prediction: Prediction | None = None
+    # with a database, for a terminating namespace: the earlier incidents of the same cluster, cause and
+    # blocking object family (issue 39 §3; None: no database, the key is absent), and the recurrence line
+    seen_before: tuple[SeenBefore, ...] | None = None
+    recurrence: Recurrence | None = None
 
     @property
     def cause(self) -> Cause | None:
@@ -504,6 +509,10 @@ class Diagnosis:
         }
         if self.prediction is not None:  # an addition to the schema: only Active namespaces have it
             out["prediction"] = self.prediction.to_json()
+        if self.seen_before is not None:
+            out["seen_before"] = [s.to_json() for s in self.seen_before]
+        if self.recurrence is not None:
+            out["recurrence"] = self.recurrence.to_json()
         return out
 
     @classmethod
@@ -524,7 +533,15 @@ class Diagnosis:
             gaps=tuple(Gap.from_json(g) for g in data.get("gaps", ())),
             findings=tuple(Finding.from_json(f) for f in data.get("findings", ())),
             prediction=Prediction.from_json(prediction) if isinstance(prediction, dict) else None,
+            seen_before=_seen(data.get("seen_before")),
+            recurrence=Recurrence.from_json(data["recurrence"]) if isinstance(data.get("recurrence"), dict) else None,
         )
+
+
+def _seen(data: Any) -> tuple[SeenBefore, ...] | None:
+    if not isinstance(data, list):
+        return None
+    return tuple(SeenBefore.from_json(s) for s in data if isinstance(s, dict))
 
 
 @dataclass(frozen=True)
@@ -542,9 +559,11 @@ class Summary:
     deletion_timestamp: datetime | None = None
     # the first blocking finding's summary ("" when nothing blocks)
     headline: str = ""
+    # the blocking object family of the leading blocking finding (`bot.diagnosis.family`), None: none
+    family: str | None = None
 
     @classmethod
-    def of(cls, diagnosis: Diagnosis) -> Summary:
+    def of(cls, diagnosis: Diagnosis, *, family: str | None = None) -> Summary:
         return cls(
             cluster=diagnosis.cluster,
             namespace=diagnosis.namespace,
@@ -555,6 +574,7 @@ class Summary:
             namespace_uid=diagnosis.namespace_uid,
             deletion_timestamp=diagnosis.deletion_timestamp,
             headline=next((f.summary for f in diagnosis.findings if f.blocking), ""),
+            family=family,
         )
 
 

@@ -23,6 +23,19 @@ def encode_report(diagnosis: Diagnosis) -> StoredJson:
     return StoredJson(json.dumps(diagnosis.to_json(), separators=(",", ":"), ensure_ascii=False))
 
 
+def with_keys(report: StoredJson, extra: dict[str, Any]) -> StoredJson:
+    """The encoded report with `extra`'s keys added at its end, without decoding it (a report is one JSON
+    object: its text ends in `}`)."""
+    if not extra:
+        return report
+    body = json.dumps(extra, separators=(",", ":"), ensure_ascii=False)[1:]
+    head = report.rstrip()
+    if not head.endswith("}"):
+        raise ValueError("a report is one JSON object")
+    glue = "" if head.endswith("{}") else ","
+    return StoredJson(head[:-1] + glue + body)
+
+
 def decode_report(data: str | dict[str, Any]) -> Diagnosis:
     return Diagnosis.from_json(json.loads(data) if isinstance(data, str) else data)
 

@@ -59,13 +59,21 @@ def job_list(
         clock=clock,
         by=replica_name(),
         metrics=metrics,
+        recurrence_after=settings.recurrence_after,
     )
 
     return [
         Job("repost-unposted-reports", outbox.repost_pending, IntervalTrigger(seconds=settings.repost_seconds)),
         Job(
             "follow-up-open-incidents",
-            partial(follow_up, db, registered=clusters.knows, diagnoser=diagnoser, notifier=notifier),
+            partial(
+                follow_up,
+                db,
+                registered=clusters.knows,
+                diagnoser=diagnoser,
+                notifier=notifier,
+                recurrence_after=settings.recurrence_after,
+            ),
             IntervalTrigger(seconds=settings.follow_up_seconds),
         ),
         Job(

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from bot.diagnosis.gitops import Recreating, recreating
 from bot.domain.findings import Diagnosis, Finding, Gap, NamespaceState, Prediction
 from bot.domain.refs import NAMESPACE_NAME, ObjectRef
-from bot.errors import NsstuckError
+from bot.errors import ClusterUnreachableError, NsstuckError
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget, ConnectionCache
 from bot.services.diagnosing import diagnose_namespace
@@ -149,6 +149,10 @@ class Answer:
 # after the answer is made (`nsstuck serve`: the audit entry, and the channel told of a delete)
 Heard = Callable[[Review, Prediction, str], None]
 
+# the one warning of an answer whose check failed before it could finish (each under 120 characters)
+CHECK_UNREACHABLE = "nsstuck could not check: the cluster did not answer, or refused its credentials"
+CHECK_FAILED = "nsstuck could not check: the check failed (its log says why)"
+
 # (namespace, budget in seconds) -> the diagnosis of the Active namespace, within about that budget
 Check = Callable[[str, float], Diagnosis]
 
@@ -202,10 +206,11 @@ class Reviewer:
             return Answer(review.uid)  # the API server never sends one; nothing of it can be checked
         deadline = (started if arrived is None else min(arrived, started)) + self.budget - self.margin
         diagnosis = self._checked(review.name, deadline)
+        if isinstance(diagnosis, str):  # not finished in time, or failed: said in one warning
+            return Answer(review.uid, warnings=(diagnosis,))
         prediction = _prediction(diagnosis)
-        if prediction is None:  # unfinished, unreachable or not Active: said only when it could not finish
-            unfinished = diagnosis is None
-            return Answer(review.uid, warnings=(unfinished_warning(self.budget),) if unfinished else ())
+        if prediction is None:  # not Active (gone, or terminating already): nothing to say
+            return Answer(review.uid)
         warnings = warnings_of(review.name, prediction, self.budget)
         certain = prediction.would_block and prediction.complete
         if certain and self.mode == "deny":
@@ -221,9 +226,11 @@ class Reviewer:
     def margin(self) -> float:
         return min(ANSWER_MARGIN, self.budget / 4)
 
-    def _checked(self, namespace: str, deadline: float) -> Diagnosis | None:
-        """The diagnosis made by `deadline` (`time.monotonic()`), or None (not finished in time, or the cluster
-        failed). The check is given what is left of the budget then."""
+    def _checked(self, namespace: str, deadline: float) -> Diagnosis | str:
+        """The diagnosis made by `deadline` (`time.monotonic()`), or the warning that says why there is none:
+        not finished in time (`within N s`), the cluster not answering, or the check failing otherwise (never
+        the error's own words, which may name a file or a server). The check is given what is left of the
+        budget then."""
         left = max(0.0, deadline - time.monotonic())
         future: Future[Diagnosis] = self._pool.submit(self.check, namespace, left)
         try:
@@ -231,11 +238,16 @@ class Reviewer:
         except TimeoutError:
             future.cancel()
             log.warning("admission: the check of %s did not finish within %g s", namespace, self.budget)
-        except NsstuckError as e:  # unreachable, unauthorized, a kubeconfig that no longer loads
+            return unfinished_warning(self.budget)
+        except ClusterUnreachableError as e:  # no answer, or 401/403 to our credentials
             log.warning("admission: the check of %s failed: %s", namespace, e)
+            return CHECK_UNREACHABLE
+        except NsstuckError as e:  # a kubeconfig that no longer loads, an exec plugin that fails
+            log.warning("admission: the check of %s failed: %s", namespace, e)
+            return CHECK_FAILED
         except Exception:  # the answer is given all the same: a check must never refuse a delete by failing
             log.exception("admission: the check of %s failed", namespace)
-        return None
+            return CHECK_FAILED
 
     def _record(self, review: Review, prediction: Prediction, decision: str, seconds: float) -> None:
         """One structured line (JSON) per denial and per let-through of a certain prediction."""

@@ -47,7 +47,7 @@ from bot.logs import carrying, log_context
 from bot.services.admission import Review
 from bot.services.diagnosing import Diagnoser, DiagnosisResult
 from bot.services.outbox import Outbox
-from bot.services.recording import record_unasked
+from bot.services.recording import RECURRENCE_AFTER, record_unasked
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -114,8 +114,10 @@ class AdmissionEvents:
         look_seconds: float = 5.0,
         interval: float = 0.2,
         threads: int = 2,
+        recurrence_after: int = RECURRENCE_AFTER,
     ) -> None:
         self.db = db
+        self.recurrence_after = recurrence_after
         self.cluster = cluster
         self.mode = mode
         self.channel = channel
@@ -211,7 +213,14 @@ class AdmissionEvents:
             if result is None:
                 return False
             by = (DELETED_BY + (review.username or "unknown"))[:REQUESTED_BY_LIMIT]
-            recorded = record_unasked(self.db, result, requested_by=by, post_channel=self.channel, at=self.wall())
+            recorded = record_unasked(
+                self.db,
+                result,
+                requested_by=by,
+                post_channel=self.channel,
+                at=self.wall(),
+                recurrence_after=self.recurrence_after,
+            )
             if recorded is None:
                 return False  # another replica, a retried review, or the watch posted it first
             log.info(

@@ -28,7 +28,7 @@ from bot.services.health import pool_problems
 from bot.services.metrics import Metrics
 from bot.services.outbox import Outbox
 from bot.services.pools import StartedPool
-from bot.services.recording import Recorded, record
+from bot.services.recording import RECURRENCE_AFTER, Recorded, record
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class Asker(Protocol):
 
     def could_not_diagnose(self, cluster: ClusterName, namespace: str, error: NsstuckError) -> None: ...
 
-    def could_not_save(self, namespace: str) -> None: ...
+    def could_not_save(self, namespace: str, why: str) -> None: ...
 
 
 class DiagnosisQueueFull(TemporaryError):
@@ -57,8 +57,10 @@ class Answering:
         outage_seconds: float,
         workers: int = 4,
         queue_limit: int = 100,
+        recurrence_after: int = RECURRENCE_AFTER,
     ) -> None:
         self.db = db
+        self.recurrence_after = recurrence_after
         self.diagnose = diagnose
         self.outbox = outbox
         self.metrics = metrics
@@ -140,10 +142,21 @@ class Answering:
             log.info("diagnosis failed: %s", type(e).__name__)
             asker.could_not_diagnose(cluster, namespace, e)
             return
+        except Exception as e:  # a defect of nsstuck's own: logged with its traceback, and the asker told
+            self.metrics.diagnoses.labels(state="error", cause="").inc()
+            log.error("the diagnosis failed on a defect", exc_info=e)
+            said = NsstuckError(f"nsstuck failed while diagnosing ({type(e).__name__}); the bot's log has the details")
+            asker.could_not_diagnose(cluster, namespace, said)
+            return
         summary = result.summary
         self.metrics.diagnoses.labels(state=summary.state.value, cause=summary.cause or "").inc()
         # committed first: if Slack is down now, the outbox job posts it when Slack answers again
-        recorded = self.record_durably(result, user=user, channel=channel, asker=asker)
+        try:
+            recorded = self.record_durably(result, user=user, channel=channel, asker=asker)
+        except Exception as e:  # refused by the database (not an outage), or a defect: nothing was recorded
+            log.error("recording the diagnosis of %s failed", namespace, exc_info=e)
+            asker.could_not_save(namespace, "the database refused it (the bot's log has the details)")
+            return
         if recorded is not None:
             bind(run_id=recorded.run_id)
             log.info("diagnosis: %s, cause %s", summary.state.value, summary.cause or "none")
@@ -157,7 +170,14 @@ class Answering:
         told = False
         while True:
             try:
-                return record(self.db, result, trigger="slack", requested_by=user, post_channel=channel)
+                return record(
+                    self.db,
+                    result,
+                    trigger="slack",
+                    requested_by=user,
+                    post_channel=channel,
+                    recurrence_after=self.recurrence_after,
+                )
             except StoreUnavailableError as e:  # the database is down or restarting: the result waits in memory
                 if time.monotonic() + pause > deadline:
                     log.error(
@@ -166,7 +186,7 @@ class Answering:
                         self.outage_seconds,
                         type(e.__cause__ or e).__name__,
                     )
-                    asker.could_not_save(result.summary.namespace)
+                    asker.could_not_save(result.summary.namespace, "the database has been unavailable for too long")
                     return None
                 if not told:
                     log.warning("the database is unavailable (%s); retrying", type(e.__cause__ or e).__name__)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.context import Context
 from bot.diagnosis.engine import diagnose
+from bot.diagnosis.family import blocker_family
 from bot.diagnosis.log_targets import log_targets
 from bot.diagnosis.owners import needs_search
 from bot.diagnosis.progress import observe
@@ -75,7 +76,8 @@ class DiagnosisResult:
 
     @cached_property
     def summary(self) -> Summary:
-        return Summary.of(self.diagnosis)
+        # the family reads the snapshot's nodes: made where the snapshot is (the worker that diagnosed)
+        return Summary.of(self.diagnosis, family=blocker_family(self.diagnosis, self.snapshot))
 
     @cached_property
     def observation(self) -> Observation:

@@ -16,7 +16,7 @@ from bot.domain.refs import ClusterName
 from bot.errors import NsstuckError
 from bot.services.diagnosing import Diagnoser
 from bot.services.notifying import IncidentNotifier, Thread
-from bot.services.recording import note_observation, record
+from bot.services.recording import RECURRENCE_AFTER, note_observation, record
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,7 @@ def follow_up(
     diagnoser: Diagnoser,
     notifier: IncidentNotifier | None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    recurrence_after: int = RECURRENCE_AFTER,
 ) -> FollowUp:
     checked = resolved = changed = unreachable = 0
     for incident in open_incidents(db):
@@ -89,7 +90,7 @@ def follow_up(
         new_cause = summary.cause.value if summary.cause else None
         if new_cause != incident.cause:
             changed += 1
-            record(db, result, trigger="schedule", requested_by="schedule")
+            record(db, result, trigger="schedule", requested_by="schedule", recurrence_after=recurrence_after)
             _note(notifier, incident, cause=new_cause, summary=summary.headline)
         else:  # no run recorded: what this look saw is kept all the same, for the next one's progress
             note_observation(db, incident.id, result.observation)

@@ -132,6 +132,8 @@ class Filters:
     namespace: str | None = None
     open_only: bool = False
     limit: int = 20
+    # `nsstuck history --cause C` (issue 39 §3): only incidents of this cause
+    cause: str | None = None
     # only these clusters (a channel's, for `/nsstuck history`); None: every cluster. Not in the JSON:
     # the command line, which writes it, never narrows this way
     within: tuple[str, ...] | None = None
@@ -153,6 +155,8 @@ class History:
                 "namespace": self.filters.namespace,
                 "open_only": self.filters.open_only,
                 "limit": self.filters.limit,
+                # an addition to nsstuck.history/v1: only with --cause
+                **({"cause": self.filters.cause} if self.filters.cause else {}),
             },
             "incidents": [_entry_json(entry, self.generated_at) for entry in self.incidents],
             "summary": {
@@ -185,6 +189,7 @@ class History:
                 namespace=filters["namespace"],
                 open_only=bool(filters["open_only"]),
                 limit=int(filters["limit"]),
+                cause=filters.get("cause"),
             ),
             incidents=tuple(_entry_from_json(item) for item in data["incidents"]),
             summary=Summary(
@@ -210,6 +215,7 @@ def history(
     limit: int = 20,
     now: datetime | None = None,
     within: Collection[str] | None = None,
+    cause: str | None = None,
 ) -> History:
     """Recent incidents (open first, newest first) and the summary of the same cluster/namespace scope;
     `within` narrows both to those clusters (none at all when it is empty)."""
@@ -219,14 +225,16 @@ def history(
     with db.unit_of_work() as uow:
         repository = uow.history
         incidents = repository.recent(
-            cluster=cluster, namespace=namespace, open_only=open_only, limit=limit, within=clusters
+            cluster=cluster, namespace=namespace, open_only=open_only, limit=limit, within=clusters, cause=cause
         )
         stats = repository.run_stats([incident.id for incident in incidents])
         entries = tuple(_entry(incident, stats.get(incident.id)) for incident in incidents)
-        rows = repository.summary(cluster=cluster, namespace=namespace, within=clusters)
+        rows = repository.summary(cluster=cluster, namespace=namespace, within=clusters, cause=cause)
     return History(
         generated_at=now or datetime.now(UTC),
-        filters=Filters(cluster=cluster, namespace=namespace, open_only=open_only, limit=limit, within=clusters),
+        filters=Filters(
+            cluster=cluster, namespace=namespace, open_only=open_only, limit=limit, within=clusters, cause=cause
+        ),
         incidents=entries,
         summary=_summary(rows),
     )

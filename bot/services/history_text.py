@@ -24,6 +24,12 @@ def counts(items: tuple[Count, ...], *, none: str = NO_CAUSE) -> str:
 
 def scope(history: History) -> str:
     filters = history.filters
+    where = _where(history)
+    return f"{where}, cause {filters.cause}" if filters.cause else where
+
+
+def _where(history: History) -> str:
+    filters = history.filters
     if filters.cluster and filters.namespace:
         return f"{filters.cluster}/{filters.namespace}"
     if filters.cluster:

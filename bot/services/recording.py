@@ -3,20 +3,36 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.domain.findings import Diagnosis, NamespaceState, Summary
 from bot.domain.refs import ClusterName
+from bot.domain.seen import (
+    BY_ITSELF,
+    RECURRENCE_DAYS,
+    REMEDY,
+    SEEN_LIMIT,
+    STILL_OPEN,
+    EndedBy,
+    Recurrence,
+    SeenBefore,
+    Thread,
+    recurrence_text,
+)
+from bot.domain.slack_links import thread_url
 from bot.domain.snapshot import Earlier, Observation, kept_observations
-from bot.domain.snapshot_codec import StoredJson
+from bot.domain.snapshot_codec import StoredJson, with_keys
 from bot.errors import NsstuckError
 from bot.services.diagnosing import DiagnosisResult
 from bot.store.database import Database, UnitOfWork
 from bot.store.records import IncidentRecord
 
 log = logging.getLogger(__name__)
+
+# NSSTUCK_RECURRENCE_AFTER's default: a cause and family seen in more incidents than this in 30 days recur
+RECURRENCE_AFTER = 3
 
 
 @dataclass(frozen=True)
@@ -29,7 +45,13 @@ class Recorded:
 
 
 def record(
-    db: Database, result: DiagnosisResult, *, trigger: str, requested_by: str, post_channel: str | None = None
+    db: Database,
+    result: DiagnosisResult,
+    *,
+    trigger: str,
+    requested_by: str,
+    post_channel: str | None = None,
+    recurrence_after: int = RECURRENCE_AFTER,
 ) -> Recorded:
     """Commit the run (and its incident, for a terminating namespace) before anything is posted."""
     # in the stored forms, made before the transaction (in the worker process that diagnosed, for the
@@ -38,12 +60,25 @@ def record(
     with db.unit_of_work() as uow:
         incident = _incident(uow, result.summary)
         return _run(
-            uow, result, incident, stored, trigger=trigger, requested_by=requested_by, post_channel=post_channel
+            uow,
+            result,
+            incident,
+            stored,
+            trigger=trigger,
+            requested_by=requested_by,
+            post_channel=post_channel,
+            recurrence_after=recurrence_after,
         )
 
 
 def record_unasked(
-    db: Database, result: DiagnosisResult, *, requested_by: str, post_channel: str, at: datetime
+    db: Database,
+    result: DiagnosisResult,
+    *,
+    requested_by: str,
+    post_channel: str,
+    at: datetime,
+    recurrence_after: int = RECURRENCE_AFTER,
 ) -> Recorded | None:
     """The watch's run of a terminating namespace, to be posted to `post_channel`, committed with the
     mark that its incident's verdict was posted unasked; None (nothing recorded) when that mark was
@@ -57,7 +92,14 @@ def record_unasked(
         if incident is None or not uow.incidents.claim_watch_post(incident.id, at):
             return None
         return _run(
-            uow, result, incident, stored, trigger="schedule", requested_by=requested_by, post_channel=post_channel
+            uow,
+            result,
+            incident,
+            stored,
+            trigger="schedule",
+            requested_by=requested_by,
+            post_channel=post_channel,
+            recurrence_after=recurrence_after,
         )
 
 
@@ -71,6 +113,7 @@ def _incident(uow: UnitOfWork, summary: Summary) -> IncidentRecord | None:
         namespace_uid=summary.namespace_uid,
         terminating_since=summary.deletion_timestamp,
         cause=summary.cause.value if summary.cause else None,
+        blocker=summary.family,
     )
 
 
@@ -83,8 +126,11 @@ def _run(
     trigger: str,
     requested_by: str,
     post_channel: str | None,
+    recurrence_after: int = RECURRENCE_AFTER,
 ) -> Recorded:
     summary, report, snapshot = stored
+    if incident is not None:
+        report = _with_memory(uow, report, summary, incident, recurrence_after)
     run_id = uow.diagnoses.record(
         incident_id=incident.id if incident else None,
         cluster=summary.cluster,
@@ -108,6 +154,92 @@ def _run(
         slack_channel=incident.slack_channel if incident else None,
         slack_thread_ts=incident.slack_thread_ts if incident else None,
     )
+
+
+def _with_memory(
+    uow: UnitOfWork, report: StoredJson, summary: Summary, incident: IncidentRecord, recurrence_after: int
+) -> StoredJson:
+    """The report with `seen_before` (empty without a family or a cause) and, past the threshold, the
+    recurrence line (issue 39 §3)."""
+    seen, recurrence = seen_before(uow, summary, incident.id, recurrence_after)
+    return with_keys(report, _memory_keys(seen, recurrence))
+
+
+def _memory_keys(seen: list[SeenBefore], recurrence: Recurrence | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {"seen_before": [s.to_json() for s in seen]}
+    if recurrence is not None:
+        extra["recurrence"] = recurrence.to_json()
+    return extra
+
+
+def recall(
+    db: Database, diagnosis: Diagnosis, family: str | None, *, recurrence_after: int = RECURRENCE_AFTER
+) -> Diagnosis:
+    """Reading only, for a door that records nothing (`nsstuck diagnose`, the MCP door): the diagnosis with
+    the `seen_before` and `recurrence` a recorded report of this terminating namespace carries (`family`: its
+    blocking object family, `Summary.family`); a namespace in any other state is returned as it is. Its own
+    incident, when it is recorded already, is not among the earlier ones; when it is not, the recurrence
+    counts it all the same (as recording it would)."""
+    summary = Summary.of(diagnosis, family=family)
+    if summary.state is not NamespaceState.TERMINATING or not summary.namespace_uid:
+        return diagnosis
+    with db.unit_of_work() as uow:
+        own = uow.incidents.by_namespace_uid(summary.cluster, summary.namespace_uid)
+        seen, recurrence = seen_before(
+            uow, summary, -1 if own is None else own.id, recurrence_after, unrecorded=1 if own is None else 0
+        )
+    return replace(diagnosis, seen_before=tuple(seen), recurrence=recurrence)
+
+
+def seen_before(
+    uow: UnitOfWork, summary: Summary, exclude: int, recurrence_after: int, *, unrecorded: int = 0
+) -> tuple[list[SeenBefore], Recurrence | None]:
+    """The earlier incidents of the same cluster, cause and blocking object family (less the incident
+    `exclude`), most recent first, and the recurrence when more than `recurrence_after` incidents (this one
+    included: `unrecorded` when it is not in the database) had them in 30 days."""
+    cause, family = summary.cause, summary.family
+    if cause is None or family is None:
+        return [], None
+    now = summary.observed_at
+    rows = uow.history.seen_before(
+        cluster=summary.cluster, cause=cause.value, blocker=family, exclude=exclude, limit=SEEN_LIMIT
+    )
+    seen = []
+    for row in rows:
+        earlier = row.incident
+        started = earlier.terminating_since or earlier.first_seen_at
+        ended = earlier.resolved_at or now
+        if row.fix is not None:
+            fix = row.fix
+            digest = fix.audit_hash[:12] if fix.audit_hash else None
+            ended_by = EndedBy(
+                REMEDY, action=fix.action, request=fix.request_id, audit_seq=fix.audit_seq, audit_hash=digest
+            )
+        else:
+            ended_by = EndedBy(BY_ITSELF if earlier.status == "resolved" else STILL_OPEN)
+        thread = None
+        if earlier.slack_channel and earlier.slack_thread_ts:
+            link = thread_url(earlier.slack_channel, earlier.slack_thread_ts)
+            thread = Thread(channel=earlier.slack_channel, ts=earlier.slack_thread_ts, permalink=link)
+        seen.append(
+            SeenBefore(
+                incident=earlier.id,
+                started_at=started,
+                stuck_for_seconds=max(0, int((ended - started).total_seconds())),
+                ended_by=ended_by,
+                thread=thread,
+            )
+        )
+    # first_seen_at is the database writer's clock (this process's), not the cluster's
+    since = datetime.now(UTC) - timedelta(days=RECURRENCE_DAYS)
+    count = unrecorded + uow.history.recurrences(
+        cluster=summary.cluster, cause=cause.value, blocker=family, since=since
+    )
+    recurrence = None
+    if count > recurrence_after:
+        text = recurrence_text(cause.value, family, count)
+        recurrence = Recurrence(incidents=count, days=RECURRENCE_DAYS, family=family, text=text)
+    return seen, recurrence
 
 
 def _seen(stored: list[Any] | None) -> tuple[Observation, ...]:

@@ -104,6 +104,13 @@ def render_text(diagnosis: Diagnosis, *, colour: bool = False) -> str:
         lines.extend(_finding_lines(number, finding, colour))
     if diagnosis.prediction is not None:
         lines.extend(_prediction_lines(diagnosis.prediction, colour))
+    if diagnosis.recurrence is not None:
+        lines.extend(["", diagnosis.recurrence.text])
+    if diagnosis.seen_before:
+        lines.extend(["", _paint("Seen before", _BOLD, colour) + " (same cluster, cause and blocking object):"])
+        for seen in diagnosis.seen_before:
+            link = f" ({seen.thread.permalink})" if seen.thread is not None and seen.thread.permalink else ""
+            lines.append(f"  - incident {seen.incident}, {seen.said}{link}")
     return "\n".join(lines) + "\n"
 
 

@@ -39,7 +39,7 @@ from bot.services.followup import open_incidents, resolve_gone
 from bot.services.metrics import Metrics
 from bot.services.notifying import ClusterNotifier, IncidentNotifier
 from bot.services.outbox import Outbox
-from bot.services.recording import record_unasked
+from bot.services.recording import RECURRENCE_AFTER, record_unasked
 from bot.settings import AppConfig
 from bot.store.database import Database
 
@@ -118,6 +118,7 @@ class Watch:
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         batch: int = 10,
         parallel: int = 4,
+        recurrence_after: int = RECURRENCE_AFTER,
     ) -> None:
         """`clock` says how long a namespace has been Terminating (the digests' clock: NSSTUCK_CLOCK_FILE
         in rehearsals); `wall` numbers the rounds and times the bot's own events. `by` names this replica
@@ -133,6 +134,7 @@ class Watch:
         self.by = by
         self.metrics = metrics
         self.wall = wall
+        self.recurrence_after = recurrence_after
         self.batch = batch
         self.parallel = parallel
 
@@ -249,7 +251,14 @@ class Watch:
             self.metrics.diagnoses.labels(state=summary.state.value, cause=summary.cause or "").inc()
         if summary.state is not NamespaceState.TERMINATING or summary.namespace_uid != uid:
             return False  # gone (or gone and made again) since the list: nothing stuck to say
-        recorded = record_unasked(self.db, result, requested_by=WATCHER, post_channel=watched.channel, at=self.wall())
+        recorded = record_unasked(
+            self.db,
+            result,
+            requested_by=WATCHER,
+            post_channel=watched.channel,
+            at=self.wall(),
+            recurrence_after=self.recurrence_after,
+        )
         if recorded is None:
             return False  # its verdict was posted unasked already (another replica, an earlier round)
         log.info("watch: %s/%s stuck (%s): posting it", watched.cluster, name, summary.cause or "no cause")

@@ -127,9 +127,24 @@ def verdict(
     if diagnosis.findings or has_prediction_details(diagnosis):
         notes.append("details in the thread")
     blocks = [_section(line)]
+    blocks.extend(_memory(diagnosis))
     if notes:
         blocks.append(_context(" · ".join(notes)))
     return Message(text=text, blocks=tuple(blocks))
+
+
+def _memory(diagnosis: Diagnosis) -> list[Block]:
+    """Seen before (issue 39 §3): the recurrence line, then the earlier incidents, linked to their threads."""
+    lines = []
+    if diagnosis.recurrence is not None:
+        lines.append(f":repeat: *Recurring:* {escape(diagnosis.recurrence.text)}")
+    if diagnosis.seen_before:
+        lines.append("*Seen before* (same cluster, cause and blocking object):")
+        for seen in diagnosis.seen_before:
+            link = seen.thread.permalink if seen.thread is not None else None
+            name = f"<{link}|incident {seen.incident}>" if link else f"incident {seen.incident}"
+            lines.append(f"• {name}, {escape(seen.said)}")
+    return [_section("\n".join(lines))] if lines else []
 
 
 def _active(diagnosis: Diagnosis, place: str, plain: str) -> tuple[str, str]:

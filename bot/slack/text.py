@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import re
-from urllib.parse import urlencode
+from bot.domain.slack_links import thread_url
 
-_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,30}$")
-_MESSAGE_TS = re.compile(r"^\d{1,12}\.\d{1,8}$")
-_WORKSPACE_URL = re.compile(r"^https://[a-z0-9][a-z0-9.-]{0,200}\.slack(-gov)?\.com/?$")
+__all__ = ["clip", "code", "escape", "thread_url"]
 
 
 def escape(text: str) -> str:
@@ -29,12 +26,3 @@ def clip(text: str, limit: int, *, suffix: str = "…") -> str:
     if len(text) <= limit:
         return text
     return text[: max(0, limit - len(suffix))] + suffix
-
-
-def thread_url(channel: str, thread_ts: str, *, workspace: str | None = None) -> str | None:
-    """A link to the thread's parent message, or None when the ids do not look like Slack's."""
-    if not _CHANNEL_ID.match(channel) or not _MESSAGE_TS.match(thread_ts):
-        return None
-    if workspace and _WORKSPACE_URL.match(workspace):
-        return f"{workspace.rstrip('/')}/archives/{channel}/p{thread_ts.replace('.', '')}"
-    return "https://slack.com/app_redirect?" + urlencode({"channel": channel, "message_ts": thread_ts})

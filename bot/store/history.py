@@ -30,7 +30,7 @@ from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session
 
 from bot.store import dialect
-from bot.store.models import DiagnosisRun, Incident
+from bot.store.models import AuditEntry, DiagnosisRun, Incident, RemediationRequest
 from bot.store.records import IncidentRecord, record_of
 
 # how many recurring namespaces the summary names, most frequent first
@@ -50,6 +50,22 @@ class Recurring:
     cluster: str
     namespace: str
     incidents: int
+
+
+@dataclass(frozen=True)
+class Fix:
+    """The remedy executed for an incident (the latest applied request) and its audit entry."""
+
+    request_id: int
+    action: str
+    audit_seq: int | None
+    audit_hash: str | None
+
+
+@dataclass(frozen=True)
+class SeenRow:
+    incident: IncidentRecord
+    fix: Fix | None
 
 
 @dataclass(frozen=True)
@@ -80,12 +96,13 @@ class HistoryRepository:
         open_only: bool = False,
         limit: int = 20,
         within: Sequence[str] | None = None,
+        cause: str | None = None,
     ) -> list[IncidentRecord]:
         """At most `limit` incidents: the open ones first, then the resolved ones, newest first in each.
         `within`: only these clusters."""
         if limit <= 0:
             return []
-        scope = self._scope(cluster, namespace, within)
+        scope = self._scope(cluster, namespace, within, cause)
         found = list(self._session.scalars(self._page("open", scope, limit)))
         if not open_only and len(found) < limit:
             found.extend(self._session.scalars(self._page("resolved", scope, limit - len(found))))
@@ -110,24 +127,88 @@ class HistoryRepository:
                 stats[int(incident_id)] = RunStats(runs=int(runs), last_started_at=last)
         return stats
 
+    # -- seen before (issue 39 §3) --------------------------------------------------------------
+
+    def seen_before(self, *, cluster: str, cause: str, blocker: str, exclude: int, limit: int) -> list[SeenRow]:
+        """The newest `limit` other incidents of the cluster with this cause and blocking object family
+        (`ix_incidents_cluster_cause_blocker_first_seen_at` read backwards), each with its executed fix."""
+        query = self._seen_query(cluster=cluster, cause=cause, blocker=blocker, exclude=exclude, limit=limit)
+        incidents = [record_of(IncidentRecord, i) for i in self._session.scalars(query)]
+        fixes = self._fixes([i.id for i in incidents])
+        return [SeenRow(incident=i, fix=fixes.get(i.id)) for i in incidents]
+
+    @staticmethod
+    def _seen_query(*, cluster: str, cause: str, blocker: str, exclude: int, limit: int) -> Select[Incident]:
+        return (
+            select(Incident)
+            .where(
+                Incident.cluster == cluster,
+                Incident.cause == cause,
+                Incident.blocker == blocker,
+                Incident.id != exclude,
+            )
+            .order_by(Incident.first_seen_at.desc(), Incident.id.desc())
+            .limit(limit)
+        )
+
+    def _fixes(self, incident_ids: list[int]) -> dict[int, Fix]:
+        if not incident_ids:
+            return {}
+        applied = (
+            select(RemediationRequest.id, RemediationRequest.incident_id, RemediationRequest.action)
+            .where(RemediationRequest.incident_id.in_(incident_ids), RemediationRequest.status == "applied")
+            .order_by(RemediationRequest.finished_at.desc(), RemediationRequest.id.desc())
+        )
+        latest: dict[int, tuple[int, str]] = {}
+        for request_id, incident_id, action in self._session.execute(applied):
+            if incident_id is not None:
+                latest.setdefault(int(incident_id), (int(request_id), str(action)))
+        if not latest:
+            return {}
+        entries = select(AuditEntry.request_id, AuditEntry.seq, AuditEntry.hash).where(
+            AuditEntry.request_id.in_([r for r, _ in latest.values()]), AuditEntry.event == "applied"
+        )
+        audit = {int(r): (int(seq), str(h)) for r, seq, h in self._session.execute(entries) if r is not None}
+        out = {}
+        for incident_id, (request_id, action) in latest.items():
+            seq, digest = audit.get(request_id, (None, None))
+            out[incident_id] = Fix(request_id=request_id, action=action, audit_seq=seq, audit_hash=digest)
+        return out
+
+    def recurrences(self, *, cluster: str, cause: str, blocker: str, since: datetime) -> int:
+        """How many incidents of the cluster with this cause and family were first seen since `since`
+        (the same index, a range of it)."""
+        query = select(func.count()).where(
+            Incident.cluster == cluster,
+            Incident.cause == cause,
+            Incident.blocker == blocker,
+            Incident.first_seen_at >= since,
+        )
+        return int(self._session.scalar(query) or 0)
+
     # -- the summary --------------------------------------------------------------------------
 
     def summary(
-        self, *, cluster: str | None = None, namespace: str | None = None, within: Sequence[str] | None = None
+        self,
+        *,
+        cluster: str | None = None,
+        namespace: str | None = None,
+        within: Sequence[str] | None = None,
+        cause: str | None = None,
     ) -> SummaryRows:
         """Counts by status, cause and cluster, the median time to resolution, the recurring namespaces."""
-        scope = self._scope(cluster, namespace, within)
+        scope = self._scope(cluster, namespace, within, cause)
         count = func.count().label("n")
         # one pass over the scope for the three breakdowns: at most statuses x causes x clusters groups
         by_status: dict[str, int] = {}
         causes: dict[str | None, int] = {}
         clusters: dict[str, int] = {}
         grouped = select(Incident.status, Incident.cause, Incident.cluster, count).where(*scope)
-        for status, cause, name, n in self._session.execute(
+        for status, its_cause, name, n in self._session.execute(
             grouped.group_by(Incident.status, Incident.cause, Incident.cluster)
         ):
             by_status[str(status)] = by_status.get(str(status), 0) + int(n)
-            key = None if cause is None else str(cause)
+            key = None if its_cause is None else str(its_cause)
             causes[key] = causes.get(key, 0) + int(n)
             clusters[str(name)] = clusters.get(str(name), 0) + int(n)
         by_cause = list(causes.items())
@@ -171,7 +252,9 @@ class HistoryRepository:
     # -- helpers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _scope(cluster: str | None, namespace: str | None, within: Sequence[str] | None) -> list[ColumnElement[bool]]:
+    def _scope(
+        cluster: str | None, namespace: str | None, within: Sequence[str] | None, cause: str | None = None
+    ) -> list[ColumnElement[bool]]:
         scope: list[ColumnElement[bool]] = []
         if within is not None:  # an empty IN is false on both dialects: nothing
             scope.append(Incident.cluster.in_(list(within)))
@@ -179,4 +262,6 @@ class HistoryRepository:
             scope.append(Incident.cluster == cluster)
         if namespace is not None:
             scope.append(Incident.namespace == namespace)
+        if cause is not None:
+            scope.append(Incident.cause == cause)
         return scope

@@ -63,6 +63,8 @@ class Incident(Base):
         CheckConstraint(f"status IN {INCIDENT_STATUSES!r}", name="status"),
         Index(None, "cluster", "namespace", "status"),
         Index(None, "status", "first_seen_at"),
+        # "seen before" (issue 39 §3): the newest incidents of a cluster, cause and blocking object family
+        Index(None, "cluster", "cause", "blocker", "first_seen_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
@@ -85,6 +87,9 @@ class Incident(Base):
     # what each look at the namespace saw, for progress across follow-ups (issue 37 §1): a few entries of
     # a time, the remaining count and resourceVersions by uid (`bot.domain.snapshot.Observation`)
     observations: Mapped[list[Any] | None] = mapped_column(JsonDoc)
+    # the blocking object family of its cause (`bot.diagnosis.family`: `apiservice:v1beta1.metrics.k8s.io`),
+    # set with the cause; None: none (no "seen before"), or recorded before migration 0008
+    blocker: Mapped[str | None] = mapped_column(String(255))
 
     diagnoses: Mapped[list[DiagnosisRun]] = relationship(
         back_populates="incident", order_by="DiagnosisRun.started_at", passive_deletes="all"

@@ -38,6 +38,7 @@ class IncidentRecord:
     updated_at: datetime
     watch_posted_at: datetime | None
     observations: list[Any] | None
+    blocker: str | None
 
 
 @dataclass(frozen=True)

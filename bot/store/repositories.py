@@ -29,10 +29,17 @@ class IncidentRepository:
         return None if incident is None else record_of(IncidentRecord, incident)
 
     def open_for(
-        self, *, cluster: str, namespace: str, namespace_uid: str, terminating_since: datetime | None, cause: str | None
+        self,
+        *,
+        cluster: str,
+        namespace: str,
+        namespace_uid: str,
+        terminating_since: datetime | None,
+        cause: str | None,
+        blocker: str | None = None,
     ) -> IncidentRecord:
-        """The incident of this namespace UID, created if needed, its cause set to `cause` (kept as it
-        was when `cause` is None).
+        """The incident of this namespace UID, created if needed, its cause set to `cause` and its blocking
+        object family to `blocker` (both kept as they were when `cause` is None).
 
         Concurrent callers (retried deliveries, two replicas) converge on one row: the insert yields
         to the unique key instead of checking first, and everyone then reads the row that won.
@@ -43,6 +50,7 @@ class IncidentRepository:
             "namespace_uid": namespace_uid,
             "terminating_since": terminating_since,
             "cause": cause,
+            "blocker": blocker if cause is not None else None,
             "status": IncidentStatus.OPEN,
         }
         insert = dialect.insert(self._session)
@@ -55,6 +63,7 @@ class IncidentRepository:
         self._session.refresh(incident)
         if cause is not None:
             incident.cause = cause
+            incident.blocker = blocker
             self._session.flush()
         return record_of(IncidentRecord, incident)
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import OperationalError
 from bot.errors import PermanentError
 from bot.store.database import first_line, make_engine, redact_url
 
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 VERSION_TABLE = "alembic_version"  # Alembic's default, which migrations/env.py keeps
 _READ = text("SELECT version_num FROM alembic_version")
 

@@ -8,18 +8,18 @@
 - Reject from a guest or an outsider is refused like Approve (and recorded).
 
 Through the running bot, against the Slack and Kubernetes emulators, on SQLite and PostgreSQL; the
-tests of two required approvals share the module's bot of that configuration and backend (`lane`,
-tests/approvals/conftest.py), each with its own workspace and cluster.
+tests share the module's bot of two required approvals on each backend (`lane`,
+tests/approvals/conftest.py), each with its own workspace and cluster (the guest's rejection too: a
+rejection does not wait for a quorum, and the guest is an approver through the approvers' group).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from tests.approvals._flow import Flow, remediation_bot
+from tests.approvals._flow import Flow
 from tests.fakes.kubeapi import Emulator
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
@@ -138,19 +138,19 @@ def test_when_slack_cannot_say_who_an_earlier_approver_is_the_quorum_waits(lane:
     assert flow.wait_status(request_id, "applied", "failed", "stale")["status"] == "applied"
 
 
-def test_a_guest_or_outsider_cannot_reject(
-    slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, database_url: str
-) -> None:
+def test_a_guest_or_outsider_cannot_reject(lane: Callable[..., Flow], database_url: str) -> None:
+    """On the module's bot of two required approvals: the guest is an approver (a member of the approvers'
+    group), and a single rejection ends a request whatever the quorum."""
+    flow = lane(required=2, postgres=database_url.startswith("postgresql"))
+    slack_emulator = flow.slack
     slack_emulator.add_user(GUEST, "guest", is_restricted=True)
     slack_emulator.channel(OPS_CHANNEL).members.append(GUEST)
-    with remediation_bot(
-        slack_emulator, kube_emulator, tmp_path, approvers=(APPROVERS, GUEST), database=database_url
-    ) as flow:
-        request_id = _filed(flow)
-        assert flow.vote(request_id, GUEST, approve=False).status == 200
-        assert "Guests cannot reject changes on cluster `prod-eu`." in flow.ephemeral(GUEST, "cannot reject")
-        assert flow.request_row(request_id)["status"] == "pending"
-        assert flow.audit(request_id) == ["requested", "refused"]
-        # an approver who is a member still can
-        assert flow.vote(request_id, BOB, approve=False).status == 200
-        assert flow.wait_status(request_id, "rejected")["status"] == "rejected"
+    slack_emulator.state.usergroups[APPROVERS].users.append(GUEST)
+    request_id = _filed(flow)
+    assert flow.vote(request_id, GUEST, approve=False).status == 200
+    assert "Guests cannot reject changes on cluster `prod-eu`." in flow.ephemeral(GUEST, "cannot reject")
+    assert flow.request_row(request_id)["status"] == "pending"
+    assert flow.audit(request_id) == ["requested", "refused"]
+    # an approver who is a member still can
+    assert flow.vote(request_id, BOB, approve=False).status == 200
+    assert flow.wait_status(request_id, "rejected")["status"] == "rejected"

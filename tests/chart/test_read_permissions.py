@@ -5,6 +5,10 @@ allowed by `READ_PERMISSIONS`; across them, every rule must have been used.
 The scenarios include an unavailable APIService (Service, endpoints and pods followed), webhooks,
 CRDs whose group fails discovery, pods on lost nodes and forbidden lists, so every kind of read the
 collector can make is made by one of them.
+
+They are made over the emulator's plain HTTP listener: the requests are the same as over HTTPS (compared
+for every scenario when this was changed, and for one, with the most reads of the seeds, by a test here),
+and TLS on both ends cost half the module's CPU (12.5 against 6.7 CPU-seconds for the 61 scenarios).
 """
 
 from __future__ import annotations
@@ -34,12 +38,16 @@ OPTIONS_FOR = {"incomplete-timeout-group": CollectOptions(deadline=10, call_time
 pytestmark = pytest.mark.timeout(600)
 
 
-def _requests_of(name: str, tmp_path: Path) -> list[str]:
+OVER_TLS_TOO = "seed000-metrics-missing-endpoints"
+
+
+def _requests_of(name: str, tmp_path: Path, *, tls: bool = False) -> list[str]:
     emu = Emulator(clock=FakeClock(datetime(2026, 11, 20, 8, 0, tzinfo=UTC)), seed=0)
     emu.start()
     try:
         scenario = apply_scenario_once(emu, name)
-        target = ClusterTarget(name="emulated", kubeconfig=emu.write_kubeconfig(tmp_path / "kubeconfig"))
+        kubeconfig = emu.write_kubeconfig(tmp_path / "kubeconfig", tls=tls)
+        target = ClusterTarget(name="emulated", kubeconfig=kubeconfig)
         emu.journal.clear()
         options = OPTIONS_FOR.get(name, OPTIONS)
         diagnose_namespace(target, scenario.expected.namespace, options=options, clock=emu.clock.now)
@@ -53,6 +61,16 @@ def _requests_of(name: str, tmp_path: Path) -> list[str]:
 def requests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """Per scenario, every request its diagnosis and scan made ("GET /path")."""
     return {name: _requests_of(name, tmp_path_factory.mktemp(name)) for name in sorted(SCENARIOS)}
+
+
+def test_the_requests_over_https_are_the_same(
+    requests: dict[str, list[str]], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """What the module reads over plain HTTP is what it would have read over HTTPS (in another order, as the
+    calls made at once answer)."""
+    over_tls = _requests_of(OVER_TLS_TOO, tmp_path_factory.mktemp("tls"), tls=True)
+    assert len(over_tls) > 100
+    assert sorted(over_tls) == sorted(requests[OVER_TLS_TOO])
 
 
 def test_every_read_of_diagnosis_is_allowed(requests: dict[str, list[str]]) -> None:

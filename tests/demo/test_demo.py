@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests._python import PYTHON, assert_no_resource_warning
+from tests.fakes.kubeapi import state_files
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED = Path(__file__).with_name("conversation.txt")
@@ -34,8 +35,10 @@ def _timeless(text: str) -> str:
 @pytest.mark.slow
 def test_make_demo_prints_the_same_conversation() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # the seeds' clusters restored from the states this run saved (or builds them and saves them there)
+    states = state_files.shared_folder()
     done = subprocess.run(
-        [*PYTHON, "scripts/demo.py"],
+        [*PYTHON, "scripts/demo.py", *(["--scenario-states", str(states)] if states is not None else [])],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -34,6 +34,7 @@ from tests.diagnosis.test_alive_not_finishing import _ask
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import Api, _kiali_crd, _start, run_for
+from tests.fakes.kubeapi.state import EmulatorState, capture, restore
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import ALICE, OPS_CHANNEL
 
@@ -58,30 +59,44 @@ def _kiali(api: Api, ns: str, name: str) -> None:
     )
 
 
-@pytest.fixture
-def kube() -> Iterator[Emulator]:
-    # one per test (each backend's test finishes CRs of its own)
-    # the services read the real clock: the emulator's ends at the present, the deletions 3 h before
+def _build(emulator: Emulator) -> None:
+    """The cluster: the Kiali operator running, both namespaces deleted with their CRs held."""
+    api = _start(emulator)
+    _kiali_crd(api)
+    api.namespace("kiali-operator")
+    api.deployment(
+        "kiali-operator",
+        "kiali-operator",
+        node="node-1",
+        image="quay.io/kiali/kiali-operator:v2.17.0",
+        labels={"app.kubernetes.io/name": "kiali-operator"},
+    )
+    for ns, count in CRS.items():
+        api.namespace(ns)
+        for i in range(count):
+            _kiali(api, ns, f"kiali-{i}")
+    run_for(emulator, 30)
+    for ns in CRS:
+        api.delete_namespace(ns)
+    run_for(emulator, 30)
+
+
+@pytest.fixture(scope="module")
+def built() -> EmulatorState:
+    """The cluster built once for the module's tests (a build runs the controllers for a simulated minute;
+    a restore costs milliseconds), on a clock that starts 3 h and 2 min before the present."""
     started = datetime.now(UTC) - STUCK_FOR - timedelta(minutes=2)
     with Emulator(clock=FakeClock(started), seed=0) as emulator:
-        api = _start(emulator)
-        _kiali_crd(api)
-        api.namespace("kiali-operator")
-        api.deployment(
-            "kiali-operator",
-            "kiali-operator",
-            node="node-1",
-            image="quay.io/kiali/kiali-operator:v2.17.0",
-            labels={"app.kubernetes.io/name": "kiali-operator"},
-        )
-        for ns, count in CRS.items():
-            api.namespace(ns)
-            for i in range(count):
-                _kiali(api, ns, f"kiali-{i}")
-        run_for(emulator, 30)
-        for ns in CRS:
-            api.delete_namespace(ns)
-        run_for(emulator, 30)
+        _build(emulator)
+        return capture(emulator)
+
+
+@pytest.fixture
+def kube(built: EmulatorState) -> Iterator[Emulator]:
+    # one per test (each backend's test finishes CRs of its own): the module's cluster restored
+    # the services read the real clock: the emulator's ends at the present, the deletions 3 h before
+    with Emulator(clock=FakeClock(built.now), seed=0) as emulator:
+        restore(emulator, built)
         emulator.clock.advance((datetime.now(UTC) - emulator.clock.now()).total_seconds() - 60)  # type: ignore[attr-defined]
         emulator.settle()
         yield emulator
@@ -89,7 +104,8 @@ def kube() -> Iterator[Emulator]:
 
 @pytest.fixture
 def target(kube: Emulator, tmp_path: Path) -> ClusterTarget:
-    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    # the plain HTTP listener: what the services see does not depend on TLS, which cost CPU on both ends
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", tls=False)
     return ClusterTarget(name=CLUSTER, kubeconfig=kubeconfig)
 
 

@@ -1,7 +1,7 @@
 """Helpers shared by the controllers-half tests (test_ctrl_*, test_scenarios, test_kubectl_*).
 
-``applied_scenarios`` (session scope) applies each scenario at most once per test session, on its own
-emulator, and keeps it for read-only use by several test modules (import the fixture into the test
+``applied_scenarios`` (module scope) applies each scenario at most once per test module, on its own
+emulator, and keeps it for read-only use by the module's tests (import the fixture into the test
 module): take a ``snapshot`` right after applying, never mutate. ``restored_scenarios`` is the same with
 each scenario's state restored (``apply_scenario_once``: built once per run) instead of built, for tests
 that are not about the build. Tests that change the cluster build their own emulator with
@@ -65,7 +65,7 @@ class Applied:
 
 @dataclass
 class AppliedScenarios:
-    """Scenarios applied lazily, once per session: built, or with ``once`` the run's one build restored."""
+    """Scenarios applied lazily, once per module: built, or with ``once`` the run's one build restored."""
 
     _applied: dict[str, Applied] = field(default_factory=dict)
     once: bool = False
@@ -82,31 +82,32 @@ class AppliedScenarios:
         self._applied.clear()
 
 
-# One cache for the whole session: test modules import the fixture below, and pytest registers an
-# imported fixture once per module, so the cache itself must live here to be shared between them.
-_SESSION_CACHE = AppliedScenarios()
+# Each module's scenarios are stopped when the module ends: a started emulator is not idle (its server
+# polls every 10 ms: 61 idle emulators took 0.18 CPU-s a second), and a process kept the 61 of each
+# session cache running for the rest of the run, charged to whatever tests it ran next.
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def applied_scenarios() -> Iterator[AppliedScenarios]:
-    """Each scenario built (``apply_scenario``): for the tests of the build and of its restored state."""
+    """Each scenario built (``apply_scenario``) for the module that asks: for the tests of the build
+    and of its restored state."""
+    applied = AppliedScenarios()
     try:
-        yield _SESSION_CACHE
+        yield applied
     finally:
-        _SESSION_CACHE.close()
+        applied.close()
 
 
-_RESTORED_CACHE = AppliedScenarios(once=True)
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def restored_scenarios() -> Iterator[AppliedScenarios]:
-    """Each scenario's state restored (``apply_scenario_once``): for the tests that only read a scenario
-    (``tests/emulator/test_scenario_states.py`` holds a restored state to the built one)."""
+    """Each scenario's state restored (``apply_scenario_once``) for the module that asks: for the tests
+    that only read a scenario (``tests/emulator/test_scenario_states.py`` holds a restored state to the
+    built one)."""
+    restored = AppliedScenarios(once=True)
     try:
-        yield _RESTORED_CACHE
+        yield restored
     finally:
-        _RESTORED_CACHE.close()
+        restored.close()
 
 
 _kubectl_homes: weakref.WeakKeyDictionary[Emulator, Path] = weakref.WeakKeyDictionary()

@@ -7,6 +7,7 @@ own emulator.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.kubeapi.scenarios import SCENARIOS
 
 from ._scenario_support import (
+    Applied,
     AppliedScenarios,
     condition_tuples,
     fresh_scenario,
@@ -67,11 +69,19 @@ def test_get_ns_shows_terminating_and_get_all_shows_nothing(
     assert "No resources found in ack-system-e2e-test-0 namespace." in everything.stderr
 
 
-@pytest.mark.parametrize("name", TERMINATING)
-def test_get_ns_yaml_shows_the_controller_conditions(
-    name: str, restored_scenarios: AppliedScenarios, tmp_path: Path
-) -> None:
-    applied = restored_scenarios.get(name)
+@pytest.fixture(scope="module", params=TERMINATING)
+def terminating(request: pytest.FixtureRequest) -> Iterator[Applied]:
+    """One terminating scenario's state restored, stopped before the next: one idle emulator at a time
+    instead of all of them (each polls, ``_scenario_support``)."""
+    emu, scenario = fresh_scenario(request.param, once=True)
+    try:
+        yield Applied(emu, scenario, {})
+    finally:
+        emu.stop()
+
+
+def test_get_ns_yaml_shows_the_controller_conditions(terminating: Applied, tmp_path: Path) -> None:
+    applied = terminating
     expected = applied.scenario.expected
     # the admin identity: the incomplete-evidence scenarios slow or forbid the user on purpose
     result = kubectl(applied.emu, tmp_path, "get", "ns", expected.namespace, "-o", "yaml", admin=True)

@@ -1,7 +1,12 @@
-"""`nsstuck precheck` (issue 27) through the installed console script, against the emulator: every exit
-code of the contract (0 nothing would hold the deletion, 4 it would get stuck, 5 the evidence is
-incomplete, 3 unreachable, 2 usage or a namespace already being deleted), -o text|json|yaml, a last line
-on stderr for each non-zero exit, and nothing written to the cluster."""
+"""`nsstuck precheck` (issue 27) against the emulator: every exit code of the contract (0 nothing would
+hold the deletion, 4 it would get stuck, 5 the evidence is incomplete, 3 unreachable, 2 usage or a
+namespace already being deleted), -o text|json|yaml, a last line on stderr for each non-zero exit, and
+nothing written to the cluster.
+
+The first run of each exit code's test (0, 4, 2, 3, and the cluster found through $KUBECONFIG) is the
+installed console script in a process of its own, as a pipeline runs it; the other runs are the same
+command in this process (`tests/_cli.py`), which says and exits the same, without a second of CPU for
+each interpreter's start."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests._cli import run_nsstuck
 from tests._python import assert_no_resource_warning
 from tests.fakes.kubeapi import Emulator, FakeClock
 from tests.fakes.kubeapi.controllers._http import KubeHTTP
@@ -26,8 +32,15 @@ from tests.foundation.test_config import REPO
 SCRIPT = shutil.which("nsstuck", path=str(Path(sys.executable).parent))
 
 
-def precheck(*args: str) -> subprocess.CompletedProcess[str]:
-    """The console script `nsstuck precheck ...`, as a pipeline runs it (its ResourceWarnings made errors)."""
+def precheck(*args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`nsstuck precheck ...` without $KUBECONFIG: in this process, or with `process` the console script,
+    as a pipeline runs it (its ResourceWarnings made errors)."""
+    if not process:
+        with pytest.MonkeyPatch.context() as env:
+            env.delenv("KUBECONFIG", raising=False)
+            done = run_nsstuck("precheck", *args)
+        assert "Traceback" not in done.stderr
+        return done
     assert SCRIPT is not None, "the nsstuck console script is not installed"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NSSTUCK_", "SLACK_", "KUBECONFIG"))}
     env["PYTHONWARNINGS"] = "error::ResourceWarning"
@@ -64,7 +77,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Emulator
 def test_exit_0_when_nothing_would_hold_the_deletion(cluster: tuple[Emulator, Path]) -> None:
     emu, kubeconfig = cluster
     emu.journal.clear()
-    done = precheck("shop", "--kubeconfig", str(kubeconfig))
+    done = precheck("shop", "--kubeconfig", str(kubeconfig), process=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "emulator/shop: namespace is Active; deleting it now: nothing would hold it\n"
     assert done.stderr == ""
@@ -80,7 +93,7 @@ def test_exit_0_when_nothing_would_hold_the_deletion(cluster: tuple[Emulator, Pa
 
 def test_exit_4_when_it_would_get_stuck_with_the_reasons(cluster: tuple[Emulator, Path]) -> None:
     _, kubeconfig = cluster
-    done = precheck("preview-123", "--kubeconfig", str(kubeconfig))
+    done = precheck("preview-123", "--kubeconfig", str(kubeconfig), process=True)
     assert done.returncode == 4, done.stderr
     assert done.stdout.startswith(
         "emulator/preview-123: namespace is Active; deleting it now would get stuck: orphaned_finalizer: "
@@ -128,7 +141,7 @@ def test_exit_5_when_the_evidence_is_incomplete(cluster: tuple[Emulator, Path]) 
 
 def test_exit_2_for_usage_a_missing_or_terminating_namespace(cluster: tuple[Emulator, Path]) -> None:
     _, kubeconfig = cluster
-    terminating = precheck("gone-456", "--kubeconfig", str(kubeconfig))
+    terminating = precheck("gone-456", "--kubeconfig", str(kubeconfig), process=True)
     assert terminating.returncode == 2
     assert terminating.stdout == ""
     assert terminating.stderr == (
@@ -151,7 +164,7 @@ def test_exit_3_when_the_cluster_is_unreachable(tmp_path: Path) -> None:
         "users: [{name: u, user: {token: secret-token-42}}]\n"
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
     )
-    done = precheck("preview-123", "--kubeconfig", str(gone), "--timeout", "3")
+    done = precheck("preview-123", "--kubeconfig", str(gone), "--timeout", "3", process=True)
     assert done.returncode == 3, done.stderr
     assert "is unreachable" in done.stderr
     assert "secret-token-42" not in done.stderr
@@ -169,26 +182,24 @@ def test_the_cluster_is_found_as_kubectl_finds_it(cluster: tuple[Emulator, Path]
     assert done.returncode == 0, done.stderr
     config = kubeconfig.parent / "nsstuck.yaml"
     config.write_text(f"clusters:\n  - name: staging\n    kubeconfig: {kubeconfig}\n")
-    env["NSSTUCK_CONFIG"] = str(config)
-    done = subprocess.run(
-        [SCRIPT, "precheck", "preview-123", "--cluster", "staging"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
+    done = run_nsstuck(
+        "precheck",
+        "preview-123",
+        "--cluster",
+        "staging",
+        env={"KUBECONFIG": str(kubeconfig), "NSSTUCK_CONFIG": str(config)},
     )
     assert done.returncode == 4, done.stderr
     assert done.stdout.startswith("staging/preview-123: namespace is Active; deleting it now would get stuck")
 
 
 def test_help_and_completion_know_precheck() -> None:
-    assert SCRIPT is not None
-    shown = subprocess.run([SCRIPT, "--help"], capture_output=True, text=True, check=False).stdout
+    shown = run_nsstuck("--help").stdout
     assert "precheck" in shown
-    own = subprocess.run([SCRIPT, "precheck", "--help"], capture_output=True, text=True, check=False).stdout
+    own = run_nsstuck("precheck", "--help").stdout
     for words in ("--kubeconfig", "--context", "--cluster", "-o", "4 it would get stuck", "5 the evidence"):
         assert words in own
-    script = subprocess.run([SCRIPT, "completion", "bash"], capture_output=True, text=True, check=False).stdout
+    script = run_nsstuck("completion", "bash").stdout
     program = (
         f"{script}\nCOMP_WORDS=(nsstuck p)\nCOMP_CWORD=1\n_nsstuck\n"
         'printf "%s\\n" "${COMPREPLY[@]}"\n'
@@ -249,8 +260,5 @@ def test_the_read_role_is_all_it_needs(tmp_path: Path) -> None:
         assert [r for r in emu.journal.lines() if not r.startswith("GET ")] == []
         config = tmp_path / "nsstuck.yaml"
         config.write_text(f"clusters:\n  - name: prod-eu\n    kubeconfig: {kubeconfig}\n    remediation: false\n")
-        assert SCRIPT is not None
-        checked = subprocess.run(
-            [SCRIPT, "clusters", "check", "--config", str(config)], capture_output=True, text=True, check=False
-        )
+        checked = run_nsstuck("clusters", "check", "--config", str(config))
         assert checked.returncode == 0, checked.stdout + checked.stderr

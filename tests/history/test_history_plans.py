@@ -1,4 +1,5 @@
-"""The `/nsstuck history <cluster>` list reads the newest rows off an index on PostgreSQL, never the table.
+"""The `/nsstuck history <cluster>` list, and a verdict's seen-before query (issue 39 §3), read the newest rows
+off an index on PostgreSQL, never the table.
 
 Filled the benchmark's way (bench/history.py) at a fifth of its size, then analysed, so the planner
 sees realistic statistics.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from bench.history import CLUSTERS, fill_postgres, generate
+from bench.history import CLUSTERS, FAMILIES, fill_postgres, generate
 from bot.store.database import Database
 from bot.store.history import HistoryRepository
 
@@ -31,6 +32,21 @@ def test_the_cluster_list_uses_an_index(database: Database, database_url: str) -
             plan = "\n".join(str(row[0]) for row in uow.session.execute(text(f"EXPLAIN {sql}")))
             assert "Seq Scan" not in plan, plan
             assert "ix_incidents_" in plan, plan
+        family = FAMILIES["orphaned_finalizer"][0]
+        seen = repository._seen_query(
+            cluster=CLUSTERS[0], cause="orphaned_finalizer", blocker=family, exclude=0, limit=3
+        )
+        sql = seen.compile(uow.session.get_bind(), compile_kwargs={"literal_binds": True})
+        plan = "\n".join(str(row[0]) for row in uow.session.execute(text(f"EXPLAIN {sql}")))
+        assert "Seq Scan" not in plan, plan
+        assert "ix_incidents_cluster_cause_blocker_first_seen_at" in plan, plan
+        rows = repository.seen_before(
+            cluster=CLUSTERS[0], cause="orphaned_finalizer", blocker=family, exclude=0, limit=3
+        )
+        assert len(rows) == 3
+        assert all((r.incident.cluster, r.incident.blocker) == (CLUSTERS[0], family) for r in rows)
+        firsts = [r.incident.first_seen_at for r in rows]
+        assert firsts == sorted(firsts, reverse=True)
         found = repository.recent(cluster=CLUSTERS[0], limit=20)
         assert len(found) == 20
         assert all(incident.cluster == CLUSTERS[0] for incident in found)

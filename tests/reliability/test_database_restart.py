@@ -132,6 +132,7 @@ def test_an_outage_longer_than_the_bot_waits_is_told_to_the_user(
             assert "On it" in acked.body
             told = slack_emulator.wait_for_ephemeral(OPS_CHANNEL, ALICE, "could not be saved", timeout=20)
             assert "`waiting`" in slack_emulator.render(told)
+            assert "the database has been unavailable for too long" in slack_emulator.render(told)
             assert _healthy(bot.url)
         finally:
             _pg(env, "up")

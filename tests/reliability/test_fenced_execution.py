@@ -22,9 +22,8 @@ from tests.fakes.kubeapi.controllers._http import KubeHTTP
 from tests.fakes.slackapi import SlackEmulator
 from tests.fakes.slackapi.pytest_plugin import BOB
 
-# their assertions are about time: never beside another such test (tests/_scheduling.py)
-pytestmark = pytest.mark.timing
-
+# `timing` (never beside another such test, tests/_scheduling.py): the tests whose outcome depends on the
+# calls fitting the deadline or not; the 0.95x test accepts either outcome, so it runs beside the others
 DEADLINE = 9.0  # NSSTUCK_EXECUTION_TIMEOUT_SECONDS: as in the report of the defect (the grace is 5 s)
 CONFIGMAPS = "/api/v1/namespaces/finalizer-demo/configmaps"
 FINAL = ("applied", "failed", "stale")
@@ -93,6 +92,7 @@ def _agree(flow: Flow, kube: Emulator, request_id: int, target: str, before: dic
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 @pytest.mark.parametrize("ratio", [0.5, 1.5])
 def test_a_slow_target_is_changed_in_time_or_left_alone(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path, ratio: float
@@ -116,7 +116,8 @@ def test_a_target_almost_as_slow_as_the_deadline_ends_one_way_everywhere(
 ) -> None:
     # 0.95x: the re-check, the dry run and the write each take nearly the whole deadline. Before the
     # fence, the deadline passed during the dry run, the chores said "failed" and the executor went on
-    # to remove the finalizer. Now either outcome may happen, as long as all three agree.
+    # to remove the finalizer. Now either outcome may happen, as long as all three agree: whichever a
+    # loaded machine makes it, so this one is not `timing` (its 50 s, mostly waiting, run beside others).
     env = {"NSSTUCK_EXECUTION_TIMEOUT_SECONDS": str(DEADLINE)}
     ratio = 0.95
     with remediation_bot(slack_emulator, kube_emulator, tmp_path, extra_env=env, database=database_url) as flow:
@@ -126,6 +127,7 @@ def test_a_target_almost_as_slow_as_the_deadline_ends_one_way_everywhere(
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_write_without_an_answer_is_settled_from_what_the_cluster_shows(
     slack_emulator: SlackEmulator, kube_emulator: Emulator, tmp_path: Path
 ) -> None:

@@ -37,11 +37,9 @@ class _Asker:
     def could_not_diagnose(self, cluster: ClusterName, namespace: str, error: NsstuckError) -> None:
         self.respond(text=f"Could not diagnose {code(namespace)} on {code(cluster)}: {escape(str(error))}")
 
-    def could_not_save(self, namespace: str) -> None:
-        self.respond(
-            text=f"The diagnosis of {code(namespace)} could not be saved: the database "
-            "has been unavailable for too long. Please run the command again later."
-        )
+    def could_not_save(self, namespace: str, why: str) -> None:
+        said = f"The diagnosis of {code(namespace)} could not be saved: {why}. Please run the command again later."
+        self.respond(text=said)
 
 
 class CommandListener:

@@ -12,10 +12,10 @@ import time
 import traceback
 import unicodedata
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.fakes.quickparse import QuickParsing
 from tests.fakes.tracing import UntracedHTTPServer, untraced
 
 from . import discovery, events_v1, openapi, podlogs, protobuf, rbac, tables
@@ -171,7 +171,7 @@ def recorded_warnings(texts: list[str]) -> list[str]:
     return out
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(QuickParsing):
     protocol_version = "HTTP/1.1"
     server_version = "kube-emulator"
     sys_version = ""
@@ -985,9 +985,7 @@ def make_server(emu: Emulator, host: str = "127.0.0.1", port: int = 0, tls: ssl.
 
 
 def serve_in_thread(server: Server) -> threading.Thread:
-    thread = threading.Thread(
-        target=untraced(server.serve_forever), kwargs={"poll_interval": 0.01}, name="kube-emulator", daemon=True
-    )
+    thread = threading.Thread(target=untraced(server.serve_forever), name="kube-emulator", daemon=True)
     thread.start()
     return thread
 

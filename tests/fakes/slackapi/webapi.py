@@ -10,10 +10,11 @@ import json
 import threading
 import time
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from tests.fakes.quickparse import QuickParsing
 from tests.fakes.tracing import UntracedHTTPServer, untraced
 
 from .faults import Faults, Journal, JournalEntry
@@ -101,7 +102,6 @@ class WebApiServer:
         self.state.base_url = self.url
         self._thread = threading.Thread(
             target=untraced(httpd.serve_forever),
-            kwargs={"poll_interval": 0.05},
             name="slack-emulator-http",
             daemon=True,
         )
@@ -160,7 +160,7 @@ class WebApiServer:
         return reply.status, reply.body, reply.headers, False
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(QuickParsing):
     server_api: WebApiServer
     protocol_version = "HTTP/1.1"
     server_version = "slack-emulator"
