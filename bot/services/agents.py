@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bot.diagnosis.explaining import explain
 from bot.domain.findings import NamespaceState
 from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError
 from bot.kube.collecting import CollectOptions
 from bot.services.diagnosing import diagnose_registered
-from bot.services.explaining import explain
 from bot.services.history import MAX_LIMIT, history
 from bot.services.limiting import CommandLimits
 from bot.services.recording import RECURRENCE_AFTER, recall

@@ -1,4 +1,5 @@
 """What a cause means and what its remedies risk: the `explain` tool of the agents' door (`nsstuck mcp`).
+It lives beside the rules it describes (bot/diagnosis, which alone builds remedies per cause).
 
 The words are nsstuck's own (the causes of contract §2 and the remedies `bot/diagnosis` builds for each);
 nothing here comes from a cluster. A remedy's risk in a report is its own, decided by the evidence; the
