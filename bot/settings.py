@@ -258,6 +258,15 @@ class EmailIdentity(_Strict):
         return value
 
 
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _check_requester_key(value: str) -> str:
+    if not (_SLACK_USER_ID.match(value) or _EMAIL.match(value)):
+        raise ValueError(f"{_shown(value)} is neither a Slack user ID (U…/W…) nor an e-mail address")
+    return value
+
+
 class ImpersonationConfig(_Strict):
     """How an approver's Slack user becomes a Kubernetes identity (for `act_as_approver`)."""
 
@@ -334,6 +343,14 @@ class ClusterConfig(_Strict):
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
     # the namespace-delete admission webhook's mode, budget and channel on this cluster
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    # `requester`: a person's /nsstuck here is answered only for a namespace their own Kubernetes identity
+    # (top-level `requesters:`, else their Slack e-mail) may `get` (SubjectAccessReview), and what they are
+    # shown names no namespace they may not get (docs/tenants.md); `nsstuck`: nsstuck's rights decide
+    diagnose_as: Literal["nsstuck", "requester"] = "nsstuck"
+
+    @property
+    def as_requester(self) -> bool:
+        return self.diagnose_as == "requester"
 
     @property
     def cluster_name(self) -> ClusterName:
@@ -434,6 +451,10 @@ class AppConfig(_Strict):
     clusters: tuple[ClusterConfig, ...] = ()
     digests: tuple[DigestConfig, ...] = ()
     mcp: McpConfig = Field(default_factory=McpConfig)
+    # for clusters with `diagnose_as: requester`: a Slack user ID or e-mail -> the Kubernetes user and
+    # groups a person is there (never the approvers' groups); someone not listed is their Slack e-mail,
+    # with no groups
+    requesters: dict[Annotated[str, AfterValidator(_check_requester_key)], KubeIdentity] = Field(default_factory=dict)
 
     @field_validator("clusters")
     @classmethod
