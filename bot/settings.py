@@ -261,10 +261,26 @@ class EmailIdentity(_Strict):
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
-def _check_requester_key(value: str) -> str:
-    if not (_SLACK_USER_ID.match(value) or _EMAIL.match(value)):
-        raise ValueError(f"{_shown(value)} is neither a Slack user ID (U…/W…) nor an e-mail address")
+def _check_email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise ValueError(f"{_shown(value)} is not an e-mail address")
     return value
+
+
+class RequesterConfig(_Strict):
+    """One person of `requesters:` (contract §4): their Slack user ID or Slack e-mail, and who they are
+    on the clusters with `diagnose_as: requester` (never a system: user or group)."""
+
+    slack: Annotated[str, AfterValidator(_check_slack_user)] | None = None
+    email: Annotated[str, AfterValidator(_check_email)] | None = None
+    user: Annotated[str, AfterValidator(_check_kube_user)]
+    groups: tuple[Annotated[str, AfterValidator(_check_kube_group)], ...] = ()
+
+    @model_validator(mode="after")
+    def _one_key(self) -> RequesterConfig:
+        if (self.slack is None) == (self.email is None):
+            raise ValueError("each requester needs exactly one of slack: (a Slack user ID) or email:")
+        return self
 
 
 class ImpersonationConfig(_Strict):
@@ -345,8 +361,8 @@ class ClusterConfig(_Strict):
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     # `requester`: a person's /nsstuck here is answered only for a namespace their own Kubernetes identity
     # (top-level `requesters:`, else their Slack e-mail) may `get` (SubjectAccessReview), and what they are
-    # shown names no namespace they may not get (docs/tenants.md); `nsstuck`: nsstuck's rights decide
-    diagnose_as: Literal["nsstuck", "requester"] = "nsstuck"
+    # shown names no namespace they may not get (docs/tenants.md); `bot`: nsstuck's rights decide
+    diagnose_as: Literal["bot", "requester"] = "bot"
 
     @property
     def as_requester(self) -> bool:
@@ -454,7 +470,7 @@ class AppConfig(_Strict):
     # for clusters with `diagnose_as: requester`: a Slack user ID or e-mail -> the Kubernetes user and
     # groups a person is there (never the approvers' groups); someone not listed is their Slack e-mail,
     # with no groups
-    requesters: dict[Annotated[str, AfterValidator(_check_requester_key)], KubeIdentity] = Field(default_factory=dict)
+    requesters: tuple[RequesterConfig, ...] = ()
 
     @field_validator("clusters")
     @classmethod
@@ -517,6 +533,16 @@ class AppConfig(_Strict):
                         f"unknown cluster {_shown(name)} (not in clusters:)",
                     )
         return self
+
+    def requester(self, *, slack: str | None = None, email: str | None = None) -> RequesterConfig | None:
+        """The `requesters:` entry of this Slack user ID, or else of this e-mail (case aside)."""
+        for entry in self.requesters:
+            if slack is not None and entry.slack == slack:
+                return entry
+        for entry in self.requesters:
+            if email is not None and entry.email is not None and entry.email.lower() == email.lower():
+                return entry
+        return None
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)

@@ -69,15 +69,13 @@ class Tenancy:
 
     def identity(self, slack_user: str) -> Requester:
         """The person's Kubernetes identity; Unmapped when there is none."""
-        mapped = self.config.requesters.get(slack_user)
+        mapped = self.config.requester(slack=slack_user)
         if mapped is not None:
             return Requester(mapped.user, tuple(mapped.groups), "requesters")
         email = self.people.email_of(slack_user) if self.people is not None else None
         if not email:
             raise Unmapped(slack_user)
-        by_email = self.config.requesters.get(email) or next(
-            (v for k, v in self.config.requesters.items() if k.lower() == email.lower()), None
-        )
+        by_email = self.config.requester(email=email)
         if by_email is not None:
             return Requester(by_email.user, tuple(by_email.groups), "requesters")
         if email.startswith("system:"):

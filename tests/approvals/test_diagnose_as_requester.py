@@ -94,8 +94,8 @@ def _tenants(kube: Emulator) -> None:
 CONFIG = (
     "    diagnose_as: requester\n"
     "requesters:\n"
-    f"  {ALICE}: {{user: alice, groups: [tenants-a]}}\n"
-    "  bob@example.com: {user: bob, groups: [platform]}\n"
+    f"  - {{slack: {ALICE}, user: alice, groups: [tenants-a]}}\n"
+    "  - {email: bob@example.com, user: bob, groups: [platform]}\n"
 )
 
 

@@ -30,13 +30,18 @@ def test_a_requester_cluster_and_its_mapping_load(tmp_path: Path) -> None:
         tmp_path,
         "k",
         "    diagnose_as: requester\n",
-        "requesters:\n  U0AAAAAAA: {user: alice, groups: [tenants-a]}\n  bob@example.com: {user: bob}\n",
+        "requesters:\n  - {slack: U0AAAAAAA, user: alice, groups: [tenants-a]}\n"
+        "  - {email: bob@example.com, user: bob}\n",
     )
     (tmp_path / "k").write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     config = load_config(path)
     assert config.clusters[0].as_requester
-    assert config.requesters["U0AAAAAAA"].groups == ("tenants-a",)
-    assert config.requesters["bob@example.com"].groups == ()
+    alice = config.requester(slack="U0AAAAAAA")
+    assert alice is not None
+    assert alice.groups == ("tenants-a",)
+    bob = config.requester(email="Bob@Example.com")
+    assert bob is not None
+    assert (bob.user, bob.groups) == ("bob", ())
     assert not load_config(_config(tmp_path, "k")).clusters[0].as_requester  # off by default
 
 
@@ -44,11 +49,13 @@ def test_a_requester_cluster_and_its_mapping_load(tmp_path: Path) -> None:
     ("cluster", "top", "message"),
     [
         ("    diagnose_as: tenant\n", "", "diagnose_as"),
-        ("", "requesters:\n  C0123ABCD: {user: alice}\n", "'C0123ABCD' is neither a Slack user ID"),
-        ("", "requesters:\n  U0AAAAAAA: {user: system:admin}\n", "nsstuck never acts as a system: identity"),
-        ("", "requesters:\n  U0AAAAAAA: {user: alice, groups: [system:masters]}\n", "groups[0]"),
-        ("", "requesters:\n  U0AAAAAAA: {user: alice, role: admin}\n", "role"),
-        ("", "requesters: [alice]\n", "requesters"),
+        ("", "requesters:\n  - {slack: C0123ABCD, user: alice}\n", "'C0123ABCD' is not a Slack user ID"),
+        ("", "requesters:\n  - {slack: U0AAAAAAA, user: system:admin}\n", "nsstuck never acts as a system: identity"),
+        ("", "requesters:\n  - {slack: U0AAAAAAA, user: alice, groups: [system:masters]}\n", "groups[0]"),
+        ("", "requesters:\n  - {slack: U0AAAAAAA, user: alice, role: admin}\n", "role"),
+        ("", "requesters:\n  - {user: alice}\n", "exactly one of slack:"),
+        ("", "requesters:\n  - {slack: U0AAAAAAA, email: a@example.com, user: alice}\n", "exactly one of slack:"),
+        ("", "requesters:\n  - {email: alice, user: alice}\n", "'alice' is not an e-mail address"),
     ],
 )
 def test_a_malformed_requester_block_is_a_config_error(tmp_path: Path, cluster: str, top: str, message: str) -> None:
