@@ -222,6 +222,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     from bot.services.recording import earlier_of
     from bot.services.remediating import Remediation, remediation_open
     from bot.services.supervising import WORKER_NICENESS, Priority, WorkerPool, default_size
+    from bot.services.tenancy import Tenancy
     from bot.services.watching import watched_clusters
     from bot.services.working import WorkerSetup
     from bot.slack.app import create_app
@@ -272,7 +273,15 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
     slack = SlackNotifier(settings=settings, config=config, db=db, metrics=metrics)
     earlier = partial(earlier_of, db)  # the earlier looks of an open incident go with its diagnosis job
     diagnoser = workers.diagnoser(clusters.target, priority=Priority.PERSON, options=options, earlier=earlier)
-    outbox = Outbox(db, slack, remediable=partial(remediation_open, config))
+    # diagnose_as: requester (issue 39): who a person is on such a cluster, what they may get and be shown
+    tenancy = (
+        Tenancy(config, clusters, PeopleDirectory(slack.client))
+        if any(c.as_requester for c in config.clusters)
+        else None
+    )
+    outbox = Outbox(
+        db, slack, remediable=partial(remediation_open, config), shown=None if tenancy is None else tenancy.shown
+    )
     answering = Answering(
         db,
         diagnose=diagnoser,
@@ -308,6 +317,7 @@ def cmd_serve(args: argparse.Namespace, ctx: Context) -> int:
             remediation=remediation,
             cluster_checks=checks,
             closing=closing,
+            tenancy=tenancy,
         )
     except BaseException:
         # Slack refused the token, or could not be reached: the workers still starting in the background are

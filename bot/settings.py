@@ -258,6 +258,31 @@ class EmailIdentity(_Strict):
         return value
 
 
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _check_email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise ValueError(f"{_shown(value)} is not an e-mail address")
+    return value
+
+
+class RequesterConfig(_Strict):
+    """One person of `requesters:` (contract §4): their Slack user ID or Slack e-mail, and who they are
+    on the clusters with `diagnose_as: requester` (never a system: user or group)."""
+
+    slack: Annotated[str, AfterValidator(_check_slack_user)] | None = None
+    email: Annotated[str, AfterValidator(_check_email)] | None = None
+    user: Annotated[str, AfterValidator(_check_kube_user)]
+    groups: tuple[Annotated[str, AfterValidator(_check_kube_group)], ...] = ()
+
+    @model_validator(mode="after")
+    def _one_key(self) -> RequesterConfig:
+        if (self.slack is None) == (self.email is None):
+            raise ValueError("each requester needs exactly one of slack: (a Slack user ID) or email:")
+        return self
+
+
 class ImpersonationConfig(_Strict):
     """How an approver's Slack user becomes a Kubernetes identity (for `act_as_approver`)."""
 
@@ -334,6 +359,14 @@ class ClusterConfig(_Strict):
     evidence: EvidenceConfig = Field(default_factory=EvidenceConfig)
     # the namespace-delete admission webhook's mode, budget and channel on this cluster
     admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    # `requester`: a person's /nsstuck here is answered only for a namespace their own Kubernetes identity
+    # (top-level `requesters:`, else their Slack e-mail) may `get` (SubjectAccessReview), and what they are
+    # shown names no namespace they may not get (docs/tenants.md); `bot`: nsstuck's rights decide
+    diagnose_as: Literal["bot", "requester"] = "bot"
+
+    @property
+    def as_requester(self) -> bool:
+        return self.diagnose_as == "requester"
 
     @property
     def cluster_name(self) -> ClusterName:
@@ -434,6 +467,10 @@ class AppConfig(_Strict):
     clusters: tuple[ClusterConfig, ...] = ()
     digests: tuple[DigestConfig, ...] = ()
     mcp: McpConfig = Field(default_factory=McpConfig)
+    # for clusters with `diagnose_as: requester`: a Slack user ID or e-mail -> the Kubernetes user and
+    # groups a person is there (never the approvers' groups); someone not listed is their Slack e-mail,
+    # with no groups
+    requesters: tuple[RequesterConfig, ...] = ()
 
     @field_validator("clusters")
     @classmethod
@@ -496,6 +533,16 @@ class AppConfig(_Strict):
                         f"unknown cluster {_shown(name)} (not in clusters:)",
                     )
         return self
+
+    def requester(self, *, slack: str | None = None, email: str | None = None) -> RequesterConfig | None:
+        """The `requesters:` entry of this Slack user ID, or else of this e-mail (case aside)."""
+        for entry in self.requesters:
+            if slack is not None and entry.slack == slack:
+                return entry
+        for entry in self.requesters:
+            if email is not None and entry.email is not None and entry.email.lower() == email.lower():
+                return entry
+        return None
 
     def cluster(self, name: str) -> ClusterConfig | None:
         return next((c for c in self.clusters if c.name == name), None)

@@ -99,3 +99,9 @@ def read_allowed(method: str, path: str, query: str = "") -> bool:
 def rules_used_by(request: Request) -> tuple[Rule, ...]:
     """The rules of READ_PERMISSIONS that allow a request (a test checks each rule is needed)."""
     return tuple(rule for rule in READ_PERMISSIONS if rule.allows_request(request))
+
+
+# diagnose_as: requester (issue 39): nsstuck asks the cluster whether a person may `get` a namespace with
+# a SubjectAccessReview (bot.kube.reviewing.subject_may_get_namespace). The chart grants it only where
+# its values turn the mode on (rbac.requesterReviews)
+REQUESTER_REVIEWS: tuple[Rule, ...] = (Rule(("authorization.k8s.io",), ("subjectaccessreviews",), ("create",)),)

@@ -104,3 +104,35 @@ def access_review(
     doc = transport.call("POST", ACCESS_REVIEWS, body=body)
     status = (doc or {}).get("status") or {}
     return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
+
+
+SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+
+
+def subject_may_get_namespace(transport: Transport, user: str, groups: tuple[str, ...], namespace: str) -> bool:
+    """Whether `user` with exactly `groups` may `get` the namespace `namespace`, asked by nsstuck's own
+    identity with a SubjectAccessReview (`create subjectaccessreviews.authorization.k8s.io`). The
+    attributes name the namespace as its own namespace too, so that RoleBindings in it count, as they do
+    when the person runs `kubectl get namespace NAME` (the API server's request-info resolver puts a
+    namespace object in its own namespace)."""
+    attributes = {"verb": "get", "group": "", "resource": "namespaces", "name": namespace, "namespace": namespace}
+    spec: dict[str, Any] = {"resourceAttributes": attributes, "user": user}
+    if groups:
+        spec["groups"] = list(groups)
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+    doc = transport.call("POST", SUBJECT_ACCESS_REVIEWS, body=body)
+    status = (doc or {}).get("status") if isinstance(doc, dict) else None
+    return isinstance(status, dict) and status.get("allowed") is True and status.get("denied") is not True
+
+
+def namespace_names(transport: Transport) -> list[str]:
+    """The names of the cluster's namespaces (one list, metadata only)."""
+    doc = transport.call("GET", "/api/v1/namespaces", query={"limit": "5000"})
+    items = doc.get("items") if isinstance(doc, dict) else None
+    names: list[str] = []
+    for item in items if isinstance(items, list) else ():
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names

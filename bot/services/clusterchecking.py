@@ -4,7 +4,8 @@ permission of the code's own tables is granted, asked with SelfSubjectAccessRevi
 
 The permissions come from the tables the code is checked against: the read role
 (`bot.kube.permissions.READS`), the remediation role where remediation is on (each remedy kind's
-rules and the cluster's `finalizer_resources`), and impersonation where `act_as_approver` is on
+rules and the cluster's `finalizer_resources`), impersonation where `act_as_approver` is on, and
+`create subjectaccessreviews.authorization.k8s.io` where `diagnose_as: requester` is
 (then nsstuck writes nothing as itself, so its remediation role is not needed). A row on every type
 (`*` groups or resources: list on every namespaced type) is asked per namespaced type that discovery
 returns and that supports the verb (never `get` on Secrets and ConfigMaps, which nsstuck reads as
@@ -26,7 +27,7 @@ from bot.errors import NsstuckError
 from bot.kube import reviewing
 from bot.kube.connecting import ClusterTarget, connect
 from bot.kube.observing import CallObserver
-from bot.kube.permissions import READS
+from bot.kube.permissions import READS, REQUESTER_REVIEWS
 from bot.kube.registry import ClusterRegistry
 from bot.kube.transport import CallError, CallKind, Transport
 from bot.remediation.permissions import IMPERSONATION, extra_finalizer_rules, remediation_rules
@@ -42,7 +43,7 @@ class Need:
     """One permission nsstuck needs: a verb on a resource of a group (optionally one name), or on a
     non-resource URL; `role` says which table it comes from."""
 
-    role: str  # read | remediation | impersonation
+    role: str  # read | remediation | impersonation | requester
     verb: str
     group: str = ""
     resource: str = ""
@@ -121,6 +122,8 @@ def needed_rules(cluster: ClusterConfig) -> dict[str, tuple[Rule, ...]]:
             roles["impersonation"] = IMPERSONATION
         else:
             roles["remediation"] = (*remediation_rules(), *extra_finalizer_rules(cluster.finalizer_resources))
+    if cluster.as_requester:  # whether a person may get a namespace is asked of the cluster (SubjectAccessReview)
+        roles["requester"] = REQUESTER_REVIEWS
     return roles
 
 

@@ -47,8 +47,10 @@ Counts are sorted by count, largest first, then by name; `recurring` lists at mo
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+import statistics
+from collections import Counter
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -238,6 +240,27 @@ def history(
         incidents=entries,
         summary=_summary(rows),
     )
+
+
+def narrowed(found: History, visible: Callable[[str, str], bool], *, limit: int) -> History:
+    """`found` with only the incidents `visible(cluster, namespace)` allows, at most `limit` of them; its
+    summary is then counted over those alone (the counts of the whole history would tell of incidents the
+    person may not see), its median from them and its recurring namespaces only visible ones."""
+    shown = tuple(e for e in found.incidents if visible(e.cluster, e.namespace))[:limit]
+    causes = Counter(e.cause for e in shown)
+    clusters = Counter(e.cluster for e in shown)
+    times = sorted(t for e in shown if (t := e.time_to_resolution_seconds) is not None)
+    median = None if not times else round(statistics.median(times))
+    summary = Summary(
+        incidents=len(shown),
+        open=sum(1 for e in shown if e.is_open),
+        resolved=sum(1 for e in shown if e.resolved_at is not None),
+        by_cause=tuple(Count(name, n) for name, n in causes.most_common()),
+        by_cluster=tuple(Count(name, n) for name, n in clusters.most_common()),
+        median_time_to_resolution_seconds=median,
+        recurring=tuple(r for r in found.summary.recurring if visible(r.cluster, r.namespace)),
+    )
+    return replace(found, filters=replace(found.filters, limit=limit), incidents=shown, summary=summary)
 
 
 def _entry(incident: IncidentRecord, stats: RunStats | None) -> IncidentEntry:

@@ -68,7 +68,7 @@ class Metrics:
         )  # fmt: skip
         self.commands_refused = Counter(
             "nsstuck_slash_commands_refused_total",
-            "Slash commands refused before any work, by reason (user_rate, channel_rate, queue_full)",
+            "Slash commands refused before any work, by reason (user_rate, channel_rate, queue_full, requester)",
             ["reason"],
             registry=self.registry,
         )

@@ -10,10 +10,13 @@ other in this process, so that the first verdict's thread is known before the ne
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
+from bot.domain.findings import Diagnosis
 from bot.services.notifying import RunAttempt, RunPublisher
 from bot.services.recording import (
     PendingPost,
@@ -28,11 +31,23 @@ from bot.services.recording import (
 from bot.store.database import Database
 
 log = logging.getLogger(__name__)
+# a run asked by a person in Slack (the watch's and the admission webhook's runs are not any one person's)
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
 
 class Outbox:
-    def __init__(self, db: Database, publisher: RunPublisher, *, remediable: Callable[[str, str], bool]) -> None:
-        """`remediable(cluster, channel)`: whether its reports carry Request buttons in that channel."""
+    def __init__(
+        self,
+        db: Database,
+        publisher: RunPublisher,
+        *,
+        remediable: Callable[[str, str], bool],
+        shown: Callable[[Diagnosis, str], Diagnosis] | None = None,
+    ) -> None:
+        """`remediable(cluster, channel)`: whether its reports carry Request buttons in that channel.
+        `shown(report, slack_user)`: the report as the person who asked is shown it (`diagnose_as:
+        requester`, bot.services.tenancy); the run recorded stays whole."""
+        self.shown = shown
         self.db = db
         self.publisher = publisher
         self.remediable = remediable
@@ -44,6 +59,13 @@ class Outbox:
         pending = pending_post(self.db, run_id)
         if pending is None or not claim_post(self.db, run_id, pending.attempts):
             return False  # posted already, or another worker or replica is posting it
+        try:
+            if self.shown is not None and _SLACK_USER.match(pending.requested_by):
+                pending = replace(pending, diagnosis=self.shown(pending.diagnosis, pending.requested_by))
+        except Exception as e:  # the cluster did not answer the reviews: nothing is posted unjudged
+            log.warning("judging what run %s may show failed (%s); it will be retried", run_id, e)
+            mark_post_failed(self.db, run_id, f"{e.__class__.__name__}: {e}")
+            return False
         attempt = self.publisher.attempt(pending)
         try:
             self._publish(pending, attempt)

@@ -21,6 +21,7 @@ from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
 from bot.services.pools import StartedPool
 from bot.services.remediating import Remediation
+from bot.services.tenancy import Tenancy
 from bot.settings import AppConfig, Settings
 from bot.slack import installation
 from bot.slack.directory import ChannelMembers, GroupDirectory
@@ -61,6 +62,7 @@ def create_app(
     remediation: Remediation,
     cluster_checks: ClusterChecks | None = None,
     closing: Sequence[Callable[[], None]] = (),
+    tenancy: Tenancy | None = None,
 ) -> SlackDoor:
     """The Bolt app with every listener registered. Bolt calls auth.test here: a bad token or an
     unreachable Slack fails now, clearly (ConfigError or NsstuckError)."""
@@ -93,9 +95,17 @@ def create_app(
         user_per_minute=settings.user_commands_per_minute, channel_per_minute=settings.channel_commands_per_minute
     )
     CommandListener(
-        config=config, db=db, metrics=metrics, answering=answering, limits=limits, cluster_checks=cluster_checks
+        config=config,
+        db=db,
+        metrics=metrics,
+        answering=answering,
+        limits=limits,
+        cluster_checks=cluster_checks,
+        tenancy=tenancy,
     ).register(app)
-    EventListener(db=db, config=config, slack=slack, channels=ChannelMembers(slack.client)).register(app)
+    EventListener(db=db, config=config, slack=slack, channels=ChannelMembers(slack.client), tenancy=tenancy).register(
+        app
+    )
     ActionListener(
         remediation=remediation, slack=slack, directory=GroupDirectory(slack.client), people=People(slack.client, ours)
     ).register(app)

@@ -13,7 +13,7 @@ import yaml
 
 from bot.domain.access import READ_VERBS, Rule, grants
 from bot.domain.findings import Action
-from bot.kube.permissions import READ_PERMISSIONS
+from bot.kube.permissions import READ_PERMISSIONS, REQUESTER_REVIEWS
 from bot.remediation.kinds.remove_finalizer import catalogue_rules
 from bot.remediation.permissions import IMPERSONATION, PERMISSIONS, extra_finalizer_rules, remediation_rules
 from tests.chart.conftest import HelmError, Render, find, one
@@ -206,3 +206,11 @@ def test_act_as_approver_needs_remediation_and_the_chart_mode(render: Render) ->
     cluster = {"name": "local", "in_cluster": True, "remediation": True, "act_as_approver": True}
     with pytest.raises(HelmError, match=r"remediation\.actAsApprover\.enabled is false"):
         render({"remediation": {"enabled": True}, "config": {"clusters": [cluster]}})
+
+
+def test_requester_reviews_are_granted_only_when_the_values_ask(render: Render) -> None:
+    assert not [r for r in find(render(), "ClusterRole") if "requester" in r["metadata"]["name"]]
+    docs = render({"rbac": {"requesterReviews": True}})
+    role = one(docs, "ClusterRole", "nsstuck-requester-reviews")
+    assert grants(_rules(role)) == grants(REQUESTER_REVIEWS)
+    assert "nsstuck-requester-reviews" in {b["roleRef"]["name"] for b in find(docs, "ClusterRoleBinding")}

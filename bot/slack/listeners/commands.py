@@ -17,9 +17,10 @@ from bot.errors import NsstuckError
 from bot.logs import bind, log_context
 from bot.services.answering import Answering, DiagnosisQueueFull
 from bot.services.clusterchecking import ClusterChecks, ClustersCheck, summary_lines
-from bot.services.history import history
+from bot.services.history import MAX_LIMIT, history, narrowed
 from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
+from bot.services.tenancy import Tenancy
 from bot.settings import AppConfig
 from bot.slack import history_blocks, parsing
 from bot.slack.text import code, escape
@@ -52,7 +53,9 @@ class CommandListener:
         answering: Answering,
         limits: CommandLimits,
         cluster_checks: ClusterChecks | None = None,
+        tenancy: Tenancy | None = None,
     ) -> None:
+        self.tenancy = tenancy
         self.cluster_checks = cluster_checks
         self.config = config
         self.db = db
@@ -98,12 +101,38 @@ class CommandListener:
             # clusters no longer registered)
             within = None if parsed.cluster else config.clusters_in(channel)
             found = history(self.db, cluster=parsed.cluster, namespace=parsed.namespace, within=within)
+            if self.tenancy is not None and any(self.tenancy.applies(i.cluster) for i in found.incidents):
+                # a cluster that answers people as themselves: only the incidents of namespaces they may get
+                visible = self.tenancy.visible(user)
+                wider = history(
+                    self.db, cluster=parsed.cluster, namespace=parsed.namespace, within=within, limit=MAX_LIMIT
+                )
+                found = narrowed(wider, visible, limit=found.filters.limit)
             workspace = history_blocks.workspace_url(str(command.get("team_domain") or "") or None)
             message = history_blocks.history_message(found, workspace=workspace)
             # links to the incidents' threads: no preview of each
             ack(text=message.text, blocks=list(message.blocks), unfurl_links=False, unfurl_media=False)
             return
         cluster = config.require_cluster(parsed.cluster)
+        if self.tenancy is not None and cluster.as_requester:
+            # asked of the cluster before anything is diagnosed: the acknowledgement cannot wait for it
+            ack(text=f"Checking that you may see {code(parsed.namespace)} on {code(cluster.name)}…")
+            refusal = self.tenancy.refusal(cluster.name, parsed.namespace, user)
+            if refusal is not None:
+                self.metrics.commands_refused.labels(reason="requester").inc()
+                log.info("refused: the requester may not get the namespace, or has no identity")
+                respond(text=refusal)  # only to them (response_url, ephemeral)
+                return
+            try:
+                self.answering.submit(
+                    cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond)
+                )
+            except DiagnosisQueueFull:
+                self.metrics.commands_refused.labels(reason="queue_full").inc()
+                respond(text="Too many diagnoses are waiting right now; try again in a minute.")
+                return
+            respond(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
+            return
         try:
             self.answering.submit(
                 cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond)

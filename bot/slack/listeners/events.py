@@ -1,6 +1,8 @@
 """Events: the App Home tab, drawn afresh each time a user opens it, with what that user may see: the
 incidents and pending requests of clusters with no channel list, and of clusters with a channel the
-user is a member of (`conversations.members`, kept a minute for display; `bot.slack.directory`)."""
+user is a member of (`conversations.members`, kept a minute for display; `bot.slack.directory`); on a
+cluster with `diagnose_as: requester`, only those of namespaces the user's Kubernetes identity may `get`
+(`bot.services.tenancy`)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.remediation.requests import open_requests
 from bot.services.followup import open_incidents
+from bot.services.tenancy import Tenancy
 from bot.settings import AppConfig
 from bot.slack import blocks
 from bot.slack.directory import ChannelMembers
@@ -25,7 +28,16 @@ log = logging.getLogger(__name__)
 
 
 class EventListener:
-    def __init__(self, *, config: AppConfig, db: Database, slack: SlackNotifier, channels: ChannelMembers) -> None:
+    def __init__(
+        self,
+        *,
+        config: AppConfig,
+        db: Database,
+        slack: SlackNotifier,
+        channels: ChannelMembers,
+        tenancy: Tenancy | None = None,
+    ) -> None:
+        self.tenancy = tenancy
         self.config = config
         self.db = db
         self.slack = slack
@@ -46,11 +58,17 @@ class EventListener:
             lambda channel: self.channels.is_member(user, channel),
             among={i.cluster for i in incidents} | {r.cluster for r in requests},
         )
+        incidents = [i for i in incidents if i.cluster in shown]
+        requests = [r for r in requests if r.cluster in shown]
+        if self.tenancy is not None:
+            visible = self.tenancy.visible(user)
+            incidents = [i for i in incidents if visible(i.cluster, i.namespace)]
+            requests = [r for r in requests if visible(r.cluster, r.namespace)]
         view = blocks.home(
-            [i for i in incidents if i.cluster in shown],
+            incidents,
             workspace_url=self.slack.workspace(),
             now_seconds=lambda since: int((now - since).total_seconds()),
-            requests=pending_lines([r for r in requests if r.cluster in shown]),
+            requests=pending_lines(requests),
         )
         try:
             self.slack.client.views_publish(user_id=user, view=view)
