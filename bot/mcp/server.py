@@ -14,7 +14,9 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import signal
 import socket
+import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
@@ -311,9 +313,29 @@ def http_app(tools: AgentTools, tokens: Mapping[str, Caller], *, host: str) -> A
     return BearerTokens(app, tokens)
 
 
+class _Terminated(Exception):
+    """SIGTERM reached the door: before uvicorn listened, or after its graceful shutdown (uvicorn raises a
+    signal it handled again once it has stopped, so that the process dies of it)."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def serve_http(app: App, sock: socket.socket) -> None:
+    """Serve until SIGTERM (or SIGINT: KeyboardInterrupt), each time after uvicorn's graceful shutdown. A
+    SIGTERM ends it as a clean shutdown (exit 0, the caller's cleanup run): uvicorn's own re-raise of it
+    would kill the process before any `finally` of ours."""
     import uvicorn
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     server = uvicorn.Server(config)
-    anyio.run(server.serve, [sock])
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if main else None
+    try:
+        anyio.run(server.serve, [sock])
+    except _Terminated:
+        log.info("mcp: SIGTERM: shutting down")
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)

@@ -22,6 +22,7 @@ from sqlalchemy import update
 
 from bot.domain.findings import Diagnosis
 from bot.domain.refs import ClusterName
+from bot.domain.snapshot_codec import StoredJson, with_keys
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget
 from bot.kube.registry import ClusterRegistry
@@ -320,3 +321,15 @@ def test_the_mcp_diagnose_tool_carries_what_the_database_remembers(
     assert [{**s, "stuck_for_seconds": 0} for s in report["seen_before"]] == [
         {**s, "stuck_for_seconds": 0} for s in cli["seen_before"]
     ]
+
+
+def test_the_keys_are_added_to_the_stored_report_without_decoding_it(stuck: DiagnosisResult) -> None:
+    """`with_keys` (what recording adds `seen_before` with): at the end of the one JSON object, nothing
+    added for no keys, and a text that is not one object refused rather than made into bad JSON."""
+    _, report, _ = stuck.stored()
+    assert with_keys(report, {}) is report
+    added = json.loads(with_keys(report, {"seen_before": []}))
+    assert added == {**json.loads(report), "seen_before": []}
+    assert json.loads(with_keys(StoredJson("{}"), {"a": 1})) == {"a": 1}
+    with pytest.raises(ValueError, match="one JSON object"):
+        with_keys(StoredJson("[1, 2]"), {"a": 1})

@@ -78,3 +78,29 @@ def test_mcp_is_in_help_and_completion() -> None:
         script = run_nsstuck("completion", shell).stdout
         assert "mcp" in script
         assert "--http" in script
+
+
+def test_what_the_door_refuses_before_it_serves(tmp_path: Path) -> None:
+    """No cluster to serve, a port that is not one, and two tokens in one variable: each a one-line error,
+    exit 2, before anything listens."""
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("clusters: []\n")
+    done = run_nsstuck("mcp", "--config", str(empty))
+    assert done.returncode == 2, done.stderr
+    assert "nsstuck mcp serves the config's clusters: there are none" in done.stderr
+
+    config = tmp_path / "nsstuck.yaml"
+    config.write_text(
+        "clusters:\n  - name: alpha\n    in_cluster: true\n"
+        "mcp:\n  tokens:\n"
+        "    - {name: ops, token_env: MCP_T_OPS, clusters: [alpha]}\n"
+        "    - {name: holmes, token_env: MCP_T_HOLMES, clusters: [alpha]}\n"
+    )
+    port = run_nsstuck("mcp", "--config", str(config), "--http", "70000")
+    assert port.returncode == 2, port.stderr
+    assert "--http must be a port number, 0-65535" in port.stderr
+    same = "x" * 32
+    twice = run_nsstuck("mcp", "--config", str(config), "--http", "0", env={"MCP_T_OPS": same, "MCP_T_HOLMES": same})
+    assert twice.returncode == 2, twice.stderr
+    assert "MCP_T_HOLMES: the same token as ops's" in twice.stderr
+    assert same not in twice.stderr  # the token itself is never said

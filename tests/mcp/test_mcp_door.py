@@ -241,3 +241,15 @@ def _without_strings(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_strings(v) for v in value]
     return None if isinstance(value, str) else value
+
+
+def test_sigterm_stops_the_http_door_cleanly(config: Path, tmp_path: Path) -> None:
+    """`nsstuck mcp --http` ends on SIGTERM as a clean shutdown (contract §1: exit 0), its cleanup run: uvicorn
+    raises the signal again once it has shut down, which used to kill the process before it."""
+    log = tmp_path / "stderr"
+    with http_door(config, {"MCP_TOKEN_OPS": TOKEN_ALL, "MCP_TOKEN_HOLMES": TOKEN_ALPHA}, log) as door:
+        pass  # started (it logged its port), then terminated by the context's end
+    assert door.process.returncode == 0, log.read_text()
+    said = log.read_text()
+    assert "mcp: SIGTERM: shutting down" in said
+    assert "mcp: stopped" in said
