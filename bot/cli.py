@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import __version__
-from bot.domain.refs import NAMESPACE_NAME, ClusterName
+from bot.domain.refs import IMMORTAL_NAMESPACES, NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError, UserError
 from bot.kube import clientfiles
 
@@ -583,19 +583,12 @@ def _no_progress_after(ctx: Context) -> float:
     return ctx.settings.no_progress_minutes * 60
 
 
-# `precheck`: what deleting an Active namespace now would meet (contract §1)
-PRECHECK_CLEAR = 0
-WOULD_BLOCK = 4
-INCOMPLETE = 5
-# NamespaceLifecycle admission refuses to delete these (k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle)
-IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
-
-
 def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
     """Would deleting an Active namespace now get stuck? Reads only (the read role); changes nothing."""
     from bot.domain.findings import NamespaceState
     from bot.kube.collecting import CollectOptions
     from bot.services.diagnosing import diagnose_namespace
+    from bot.services.prechecking import verdict
     from bot.services.reporting import render_text
 
     namespace = args.namespace
@@ -628,18 +621,17 @@ def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
     colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
     _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
     # a non-zero exit ends with one line on stderr saying why (contract §1)
-    reason = next((f for f in prediction.findings if f.blocking), None)
-    if reason is not None:
+    said, code = verdict(prediction)
+    if said == "would_block":
+        reason = next(f for f in prediction.findings if f.blocking)
         print(f"nsstuck: deleting {namespace} on {target.name} would get stuck: {reason.cause.value}", file=ctx.err)
-        return WOULD_BLOCK
-    if not prediction.complete:
+    elif said == "incomplete":
         print(
             f"nsstuck: {namespace} on {target.name}: the evidence is incomplete ({len(prediction.gaps)} gap(s)), "
             "so it cannot be said that nothing would hold the deletion",
             file=ctx.err,
         )
-        return INCOMPLETE
-    return PRECHECK_CLEAR
+    return code
 
 
 def _admission_target(args: argparse.Namespace, ctx: Context) -> ClusterTarget:

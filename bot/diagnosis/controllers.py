@@ -31,6 +31,7 @@ from bot.diagnosis.reading import age, backend, workload_running, workload_summa
 from bot.domain.events import EventView, view
 from bot.domain.findings import ControllerState, FoundBy
 from bot.domain.refs import KubeObject, condition, meta, name_of, parse_time
+from bot.domain.values import strings_in
 
 RECENT = timedelta(minutes=10)
 # the field manager nsstuck writes with (bot.kube.patching), and writers that are never a finalizer's controller
@@ -110,21 +111,10 @@ def recent_events(ctx: Context, held: Iterable[Held]) -> Iterator[str]:
         )
 
 
-def _strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def forbidden_in_status(ctx: Context, held: Iterable[Held]) -> Iterator[str]:
     """The terminating namespace's refusal, as the held objects' status or conditions quote it."""
     for h in held:
-        for text in _strings(h.obj.get("status") or {}):
+        for text in strings_in(h.obj.get("status") or {}):
             match = FORBIDDEN.search(text)
             if match and match.group(1) == ctx.snapshot.namespace:
                 yield f"{h.ref.display}: its status says {quote(text)}"

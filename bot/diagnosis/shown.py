@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable
 from typing import Any
 
 from bot.domain.findings import Diagnosis
+from bot.domain.values import strings_in
 
 HIDDEN = "(another namespace)"
 HIDDEN_NAME = "(not shown)"
@@ -37,20 +38,9 @@ def mentioned(diagnosis: Diagnosis, names: Iterable[str]) -> set[str]:
     object's namespace, or a word in any of its texts)."""
     others = {n for n in names if n and n != diagnosis.namespace}
     found: set[str] = set()
-    for value in _strings(diagnosis.to_json()):
+    for value in strings_in(diagnosis.to_json()):
         found |= named_in(value, others - found)
     return found
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 def shown_to(diagnosis: Diagnosis, hidden: Collection[str]) -> Diagnosis:

@@ -14,6 +14,9 @@ ChannelId = NewType("ChannelId", str)
 
 # A namespace's name (an RFC 1123 label): what the CLI and the Slack command accept, in one place.
 NAMESPACE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# the namespaces the API server never deletes (NamespaceLifecycle admission: k8s.io/apiserver/pkg/admission/
+# plugin/namespace/lifecycle)
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 KubeObject = dict[str, Any]
 

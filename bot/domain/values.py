@@ -26,6 +26,7 @@ drops.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from bot.domain.refs import KubeObject
@@ -241,3 +242,15 @@ def _handler(handler: object) -> None:
         http["httpHeaders"] = [
             {k: v for k, v in h.items() if k != "value"} if isinstance(h, dict) else {} for h in http["httpHeaders"]
         ]
+
+
+def strings_in(value: object) -> Iterator[str]:
+    """Every string of a JSON-like value (a dict's values, a list's items, at any depth), in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_in(item)

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from bot.diagnosis.gitops import Recreating, recreating
 from bot.domain.findings import Diagnosis, Finding, Gap, NamespaceState, Prediction
-from bot.domain.refs import NAMESPACE_NAME, ObjectRef
+from bot.domain.refs import IMMORTAL_NAMESPACES, NAMESPACE_NAME, ObjectRef
 from bot.errors import ClusterUnreachableError, NsstuckError
 from bot.kube.collecting import CollectOptions
 from bot.kube.connecting import ClusterTarget, ConnectionCache
@@ -58,7 +58,6 @@ COLLECT_SHARE = 0.8
 # the check's submission: docs/performance.md, "Admission webhook")
 ANSWER_MARGIN = 0.25
 # NamespaceLifecycle admission refuses to delete these before any webhook matters
-IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 
 
 class BadReview(ValueError):
@@ -200,7 +199,7 @@ class Reviewer:
         """The answer, made by the budget counted from `arrived` (the request's arrival, `time.monotonic()`;
         now when not given), less the margin the answer keeps for itself (`ANSWER_MARGIN`)."""
         started = time.monotonic()
-        if not review.namespace_delete or review.name in IMMORTAL:
+        if not review.namespace_delete or review.name in IMMORTAL_NAMESPACES:
             return Answer(review.uid)
         if not NAMESPACE_NAME.match(review.name):
             return Answer(review.uid)  # the API server never sends one; nothing of it can be checked

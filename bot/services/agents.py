@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.explaining import explain
 from bot.domain.findings import NamespaceState
-from bot.domain.refs import NAMESPACE_NAME, ClusterName
+from bot.domain.refs import IMMORTAL_NAMESPACES, NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError
 from bot.kube.collecting import CollectOptions
 from bot.services.diagnosing import diagnose_registered
 from bot.services.history import MAX_LIMIT, history
 from bot.services.limiting import CommandLimits
+from bot.services.prechecking import verdict
 from bot.services.recording import RECURRENCE_AFTER, recall
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ log = logging.getLogger("nsstuck.mcp")
 TOOLS = ("list_clusters", "diagnose", "precheck", "history", "explain")
 DOOR = "mcp"  # the rate limit's key for the door as a whole (what a channel is to a slash command)
 # NamespaceLifecycle admission refuses to delete these (as `nsstuck precheck` says)
-_IMMORTAL = ("default", "kube-system", "kube-public")
 # `nsstuck diagnose`'s deadline and calls at once (bot/cli.py)
 DEADLINE = 20.0
 CALLS = 64
@@ -124,7 +124,7 @@ class AgentTools:
 
     def _precheck(self, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
         cluster, namespace = self._cluster_namespace(caller, arguments)
-        if namespace in _IMMORTAL:
+        if namespace in IMMORTAL_NAMESPACES:
             raise ToolRefusal(f"the API server never deletes namespace {namespace} (NamespaceLifecycle admission)")
         diagnosis = self._diagnosis(cluster, namespace)
         if diagnosis.state is NamespaceState.NOT_FOUND:
@@ -136,13 +136,8 @@ class AgentTools:
         prediction = diagnosis.prediction
         if prediction is None:  # an Active namespace is always collected for its prediction
             raise NsstuckError(f"no prediction was made for {namespace} on {cluster}")
-        if any(f.blocking for f in prediction.findings):
-            verdict, code = "would_block", 4
-        elif not prediction.complete:
-            verdict, code = "incomplete", 5
-        else:
-            verdict, code = "clear", 0
-        return {"verdict": verdict, "exit_code": code, "report": diagnosis.to_json()}
+        said, code = verdict(prediction)
+        return {"verdict": said, "exit_code": code, "report": diagnosis.to_json()}
 
     def _history(self, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
         _only(arguments, ("cluster", "namespace", "open", "limit"))

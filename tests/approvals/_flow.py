@@ -3,14 +3,16 @@ and what the cluster, the thread and the audit trail show afterwards."""
 
 from __future__ import annotations
 
+import errno
 import json
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bot.store import migrating
 from tests._migrated import migrated
@@ -31,6 +33,8 @@ from tests.fakes.slackapi.pytest_plugin import (
 )
 from tests.pgdatabase import Roles
 from tests.slack._bot import Running, serve_process
+
+T = TypeVar("T")
 
 JSON = dict[str, Any]
 # how a thread message quotes the audit entry that recorded what it says
@@ -299,7 +303,24 @@ def _slack(port: int = 0) -> SlackEmulator:
 def _cluster(seed: int = 0, port: int = 0, tls_port: int = 0) -> Emulator:
     """A cluster as the `kube_emulator` fixture makes it (on these ports, where they are given)."""
     kube = Emulator(clock=FakeClock(KUBE_EPOCH), seed=seed, controllers=True, port=port, tls_port=tls_port)
-    return kube.start()
+    try:
+        return kube.start()
+    except BaseException:  # one of its two listeners may have started: stopped, not left running
+        kube.stop()
+        raise
+
+
+def _again(start: Callable[[], T]) -> T:
+    """`start()`, tried again for a few seconds while its port is in use: another process that binds port 0
+    may hold, for a moment, the port an emulator just let go of and must have again."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return start()
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _port(url: str) -> int:
@@ -328,8 +349,13 @@ class SharedBot:
             slack_port, kube_ports = _port(self.slack.api_url), (_port(self.kube.url), _port(self.kube.https_url))
             self.slack.stop()
             self.kube.stop()
-            self.slack = _slack(slack_port)
-            self.kube = _cluster(index, *kube_ports)
+            self.slack = _again(lambda: _slack(slack_port))  # the bot was started with its URL
+            try:
+                self.kube = _cluster(index, *kube_ports)
+            except OSError as e:  # another process took one of the ports meanwhile (it binds port 0)
+                if e.errno != errno.EADDRINUSE:
+                    raise
+                self.kube = _cluster(index)  # the kubeconfig written below gives the bot the new ports
             # a new file: the bot's kept connection to the cluster is given up (bot/kube/connecting.py)
             self.kube.write_kubeconfig(self.workdir / "prod.kubeconfig", context="prod")
         marks = {

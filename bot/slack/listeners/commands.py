@@ -8,6 +8,7 @@ nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt import Ack, App, Respond
@@ -21,7 +22,7 @@ from bot.services.history import MAX_LIMIT, history, narrowed
 from bot.services.limiting import CommandLimits
 from bot.services.metrics import Metrics
 from bot.services.tenancy import Tenancy
-from bot.settings import AppConfig
+from bot.settings import AppConfig, ClusterConfig
 from bot.slack import history_blocks, parsing
 from bot.slack.text import code, escape
 from bot.store.database import Database
@@ -123,25 +124,30 @@ class CommandListener:
                 log.info("refused: the requester may not get the namespace, or has no identity")
                 respond(text=refusal)  # only to them (response_url, ephemeral)
                 return
-            try:
-                self.answering.submit(
-                    cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond)
-                )
-            except DiagnosisQueueFull:
-                self.metrics.commands_refused.labels(reason="queue_full").inc()
-                respond(text="Too many diagnoses are waiting right now; try again in a minute.")
-                return
-            respond(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
+            # acknowledged already: what follows is said through response_url
+            self._diagnose(cluster, parsed.namespace, channel=channel, user=user, say=respond, respond=respond)
             return
+        self._diagnose(cluster, parsed.namespace, channel=channel, user=user, say=ack, respond=respond)
+
+    def _diagnose(
+        self,
+        cluster: ClusterConfig,
+        namespace: str,
+        *,
+        channel: str,
+        user: str,
+        say: Callable[..., Any],
+        respond: Respond,
+    ) -> None:
+        """Queue the diagnosis, and `say` (the acknowledgement, or response_url once acknowledged) that it is
+        under way or that too many are waiting; its answer reaches the asker through `respond`."""
         try:
-            self.answering.submit(
-                cluster.cluster_name, parsed.namespace, channel=channel, user=user, asker=_Asker(respond)
-            )
+            self.answering.submit(cluster.cluster_name, namespace, channel=channel, user=user, asker=_Asker(respond))
         except DiagnosisQueueFull:
             self.metrics.commands_refused.labels(reason="queue_full").inc()
-            ack(text="Too many diagnoses are waiting right now; try again in a minute.")
+            say(text="Too many diagnoses are waiting right now; try again in a minute.")
             return
-        ack(text=f"On it: diagnosing {code(parsed.namespace)} on {code(cluster.name)}…")
+        say(text=f"On it: diagnosing {code(namespace)} on {code(cluster.name)}…")
 
     def _clusters(self, channel: str, ack: Ack, respond: Respond) -> None:
         """The clusters this channel may use; each one checked (as `nsstuck clusters check`) in the
