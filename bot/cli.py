@@ -694,7 +694,7 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
     import socket
 
     from bot.kube.registry import ClusterRegistry
-    from bot.mcp.server import http_app, serve_http, serve_stdio
+    from bot.mcp.server import http_app, serve_http, serve_stdio, terminated_cleanly
     from bot.services.agents import AgentTools, Caller
     from bot.services.limiting import CommandLimits
     from bot.settings import MCP_TOKEN_MIN_LENGTH
@@ -740,21 +740,21 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
         if args.http is None:
             serve_stdio(tools, Caller("stdio", frozenset(config.cluster_names)))
         else:
-            sock = socket.socket(socket.AF_INET6 if ":" in args.address else socket.AF_INET)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            with terminated_cleanly():
+                sock = socket.socket(socket.AF_INET6 if ":" in args.address else socket.AF_INET)
                 try:
-                    sock.bind((args.address, args.http))
-                except OSError as e:
-                    raise UserError(f"cannot listen on {args.address}:{args.http}: {e.strerror or e}") from None
-                sock.listen(128)
-                port = sock.getsockname()[1]
-                log.info(
-                    "mcp: serving streamable HTTP on http://%s:%d/mcp for %d token(s)", args.address, port, len(tokens)
-                )
-                serve_http(http_app(tools, tokens, host=args.address), sock)
-            finally:
-                sock.close()
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    try:
+                        sock.bind((args.address, args.http))
+                    except OSError as e:
+                        raise UserError(f"cannot listen on {args.address}:{args.http}: {e.strerror or e}") from None
+                    sock.listen(128)
+                    port = sock.getsockname()[1]
+                    said = "mcp: serving streamable HTTP on http://%s:%d/mcp for %d token(s)"
+                    log.info(said, args.address, port, len(tokens))
+                    serve_http(http_app(tools, tokens, host=args.address), sock)
+                finally:
+                    sock.close()
     finally:
         registry.close()
     log.info("mcp: stopped")

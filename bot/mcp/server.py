@@ -17,7 +17,8 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -322,20 +323,27 @@ def _terminated(signum: int, frame: object) -> None:
     raise _Terminated
 
 
-def serve_http(app: App, sock: socket.socket) -> None:
-    """Serve until SIGTERM (or SIGINT: KeyboardInterrupt), each time after uvicorn's graceful shutdown. A
-    SIGTERM ends it as a clean shutdown (exit 0, the caller's cleanup run): uvicorn's own re-raise of it
-    would kill the process before any `finally` of ours."""
-    import uvicorn
-
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-    server = uvicorn.Server(config)
+@contextmanager
+def terminated_cleanly() -> Iterator[None]:
+    """From here on, SIGTERM ends the block as a clean shutdown (exit 0, the caller's cleanup run): whether it
+    comes before the door listens, or while uvicorn serves (uvicorn shuts down gracefully, then raises the
+    signal again, which would otherwise kill the process before any `finally` of ours). Installed before the
+    door says it is serving, so that no SIGTERM after that line finds Python's default (to die of it)."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminated) if main else None
     try:
-        anyio.run(server.serve, [sock])
+        yield
     except _Terminated:
         log.info("mcp: SIGTERM: shutting down")
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
+
+
+def serve_http(app: App, sock: socket.socket) -> None:
+    """Serve until SIGTERM or SIGINT, each after uvicorn's graceful shutdown (run it in `terminated_cleanly`)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+    anyio.run(server.serve, [sock])
