@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import __version__
-from bot.domain.refs import IMMORTAL_NAMESPACES, NAMESPACE_NAME, ClusterName
+from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError, UserError
 from bot.kube import clientfiles
 
@@ -585,10 +585,9 @@ def _no_progress_after(ctx: Context) -> float:
 
 def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
     """Would deleting an Active namespace now get stuck? Reads only (the read role); changes nothing."""
-    from bot.domain.findings import NamespaceState
     from bot.kube.collecting import CollectOptions
     from bot.services.diagnosing import diagnose_namespace
-    from bot.services.prechecking import verdict
+    from bot.services.prechecking import predicted, refuse_immortal, verdict
     from bot.services.reporting import render_text
 
     namespace = args.namespace
@@ -596,8 +595,7 @@ def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
         raise UserError(f"{namespace!r} is not a valid namespace name (lower-case letters, digits and '-')")
     if args.timeout <= 0:
         raise UserError("--timeout must be a positive number of seconds")
-    if namespace in IMMORTAL_NAMESPACES:
-        raise UserError(f"the API server never deletes namespace {namespace} (NamespaceLifecycle admission)")
+    refuse_immortal(namespace)
     target = _select_cluster(args, ctx)
     terminal = _is_terminal(ctx.err)
     progress = _ProgressLine(ctx.err, f"{target.name}/{namespace}", doing="prechecking") if terminal else None
@@ -609,15 +607,7 @@ def cmd_precheck(args: argparse.Namespace, ctx: Context) -> int:
     finally:
         if progress is not None:
             progress.clear()
-    if diagnosis.state is NamespaceState.NOT_FOUND:
-        raise UserError(f"namespace {namespace} not found on {target.name}: nothing to delete")
-    if diagnosis.state is NamespaceState.TERMINATING:
-        raise UserError(
-            f"namespace {namespace} on {target.name} is already being deleted: use `nsstuck diagnose {namespace}`"
-        )
-    prediction = diagnosis.prediction
-    if prediction is None:  # an Active namespace is always collected for its prediction
-        raise NsstuckError(f"no prediction was made for {namespace} on {target.name}")
+    prediction = predicted(diagnosis, target.name, use_instead=f"`nsstuck diagnose {namespace}`")
     colour = _is_terminal(ctx.out) and not os.environ.get("NO_COLOR")
     _emit(ctx, args, diagnosis.to_json(), lambda: render_text(diagnosis, colour=colour))
     # a non-zero exit ends with one line on stderr saying why (contract §1)

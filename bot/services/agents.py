@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bot.diagnosis.explaining import explain
-from bot.domain.findings import NamespaceState
-from bot.domain.refs import IMMORTAL_NAMESPACES, NAMESPACE_NAME, ClusterName
+from bot.domain.refs import NAMESPACE_NAME, ClusterName
 from bot.errors import ConfigError, NsstuckError
 from bot.kube.collecting import CollectOptions
 from bot.services.diagnosing import diagnose_registered
 from bot.services.history import MAX_LIMIT, history
 from bot.services.limiting import CommandLimits
-from bot.services.prechecking import verdict
+from bot.services.prechecking import predicted, refuse_immortal, verdict
 from bot.services.recording import RECURRENCE_AFTER, recall
 
 if TYPE_CHECKING:
@@ -124,19 +123,9 @@ class AgentTools:
 
     def _precheck(self, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
         cluster, namespace = self._cluster_namespace(caller, arguments)
-        if namespace in IMMORTAL_NAMESPACES:
-            raise ToolRefusal(f"the API server never deletes namespace {namespace} (NamespaceLifecycle admission)")
+        refuse_immortal(namespace)
         diagnosis = self._diagnosis(cluster, namespace)
-        if diagnosis.state is NamespaceState.NOT_FOUND:
-            raise ToolRefusal(f"namespace {namespace} not found on {cluster}: nothing to delete")
-        if diagnosis.state is NamespaceState.TERMINATING:
-            raise ToolRefusal(
-                f"namespace {namespace} on {cluster} is already being deleted: use the diagnose tool instead"
-            )
-        prediction = diagnosis.prediction
-        if prediction is None:  # an Active namespace is always collected for its prediction
-            raise NsstuckError(f"no prediction was made for {namespace} on {cluster}")
-        said, code = verdict(prediction)
+        said, code = verdict(predicted(diagnosis, cluster, use_instead="the diagnose tool instead"))
         return {"verdict": said, "exit_code": code, "report": diagnosis.to_json()}
 
     def _history(self, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
