@@ -552,18 +552,12 @@ def _recalled(ctx: Context, diagnosis: Diagnosis, family: str | None) -> Diagnos
         return diagnosis
     from bot.services.recording import recall
 
-    try:
-        db = _migrated_database(ctx)
-    except NsstuckError as e:
-        print(f"nsstuck: seen before: unknown ({e})", file=ctx.err)
-        return diagnosis
-    try:
-        return recall(db, diagnosis, family, recurrence_after=ctx.settings.recurrence_after)
-    except NsstuckError as e:
-        print(f"nsstuck: seen before: unknown ({e})", file=ctx.err)
-        return diagnosis
-    finally:
-        db.dispose()
+    recalled, unknown = recall(
+        lambda: _migrated_database(ctx), diagnosis, family, recurrence_after=ctx.settings.recurrence_after
+    )
+    if unknown is not None:
+        print(f"nsstuck: seen before: unknown ({unknown})", file=ctx.err)
+    return recalled
 
 
 def _max_answer(ctx: Context) -> int:

@@ -196,18 +196,12 @@ class AgentTools:
         result = diagnose_registered(self.registry, ClusterName(cluster), namespace, options=options)
         if not self.remember:
             return result.diagnosis
-        try:
-            db = self.database()
-        except NsstuckError as e:  # the report is given without what the database would have remembered
-            log.warning("mcp: seen before: unknown (%s)", e)
-            return result.diagnosis
-        try:
-            return recall(db, result.diagnosis, result.summary.family, recurrence_after=self.recurrence_after)
-        except NsstuckError as e:
-            log.warning("mcp: seen before: unknown (%s)", e)
-            return result.diagnosis
-        finally:
-            db.dispose()
+        recalled, unknown = recall(
+            self.database, result.diagnosis, result.summary.family, recurrence_after=self.recurrence_after
+        )
+        if unknown is not None:  # the report is given without what the database would have remembered
+            log.warning("mcp: seen before: unknown (%s)", unknown)
+        return recalled
 
 
 def _only(arguments: Mapping[str, Any], allowed: tuple[str, ...]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -173,22 +174,36 @@ def _memory_keys(seen: list[SeenBefore], recurrence: Recurrence | None) -> dict[
 
 
 def recall(
-    db: Database, diagnosis: Diagnosis, family: str | None, *, recurrence_after: int = RECURRENCE_AFTER
-) -> Diagnosis:
+    open_database: Callable[[], Database],
+    diagnosis: Diagnosis,
+    family: str | None,
+    *,
+    recurrence_after: int = RECURRENCE_AFTER,
+) -> tuple[Diagnosis, str | None]:
     """Reading only, for a door that records nothing (`nsstuck diagnose`, the MCP door): the diagnosis with
     the `seen_before` and `recurrence` a recorded report of this terminating namespace carries (`family`: its
-    blocking object family, `Summary.family`); a namespace in any other state is returned as it is. Its own
+    blocking object family, `Summary.family`), and None; a namespace in any other state as it is. Its own
     incident, when it is recorded already, is not among the earlier ones; when it is not, the recurrence
-    counts it all the same (as recording it would)."""
+    counts it all the same (as recording it would). A database that cannot be opened or read: the diagnosis
+    as it is, and why (for the door to say "seen before: unknown")."""
     summary = Summary.of(diagnosis, family=family)
     if summary.state is not NamespaceState.TERMINATING or not summary.namespace_uid:
-        return diagnosis
-    with db.unit_of_work() as uow:
-        own = uow.incidents.by_namespace_uid(summary.cluster, summary.namespace_uid)
-        seen, recurrence = seen_before(
-            uow, summary, -1 if own is None else own.id, recurrence_after, unrecorded=1 if own is None else 0
-        )
-    return replace(diagnosis, seen_before=tuple(seen), recurrence=recurrence)
+        return diagnosis, None
+    try:
+        db = open_database()
+    except NsstuckError as e:
+        return diagnosis, str(e)
+    try:
+        with db.unit_of_work() as uow:
+            own = uow.incidents.by_namespace_uid(summary.cluster, summary.namespace_uid)
+            seen, recurrence = seen_before(
+                uow, summary, -1 if own is None else own.id, recurrence_after, unrecorded=1 if own is None else 0
+            )
+    except NsstuckError as e:
+        return diagnosis, str(e)
+    finally:
+        db.dispose()
+    return replace(diagnosis, seen_before=tuple(seen), recurrence=recurrence), None
 
 
 def seen_before(
